@@ -1,0 +1,99 @@
+//! Configuration read from the environment when the runtime starts.
+//!
+//! - `GORO_MAXPROCS`: the number of Ps (default: `std::thread::available_parallelism`),
+//!   at most [`MAX_PROCS`](crate::MAX_PROCS).
+//! - `GORO_STACK_SIZE`: the default coroutine stack size in bytes, with an optional
+//!   `k`/`K`/`KiB` or `m`/`M`/`MiB` suffix (default 256 KiB).
+//! - `GORO_STACK_GUARD=mprotect`: use `mprotect` guard pages even where
+//!   `MADV_GUARD_INSTALL` works (for testing the fallback).
+//!
+//! A value that does not parse stops the program with a message naming the variable:
+//! a typo in a tuning knob should not silently fall back to a default.
+
+use crate::sched::MAX_PROCS;
+use crate::stack;
+
+/// The default coroutine stack size (virtual; only touched pages cost memory).
+pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+
+pub(crate) struct Config {
+    pub(crate) maxprocs: usize,
+    pub(crate) stack_usable: usize,
+}
+
+impl Config {
+    pub(crate) fn from_env() -> Config {
+        let maxprocs = match std::env::var("GORO_MAXPROCS") {
+            Ok(v) => parse_maxprocs(&v).unwrap_or_else(|e| panic!("GORO_MAXPROCS: {e}")),
+            Err(_) => std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+                .min(MAX_PROCS),
+        };
+        let stack_size = match std::env::var("GORO_STACK_SIZE") {
+            Ok(v) => parse_size(&v).unwrap_or_else(|e| panic!("GORO_STACK_SIZE: {e}")),
+            Err(_) => DEFAULT_STACK_SIZE,
+        };
+        let stack_usable =
+            stack::usable_size(stack_size).unwrap_or_else(|e| panic!("GORO_STACK_SIZE: {e}"));
+        Config {
+            maxprocs,
+            stack_usable,
+        }
+    }
+}
+
+pub(crate) fn parse_maxprocs(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_PROCS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "must be a whole number from 1 to {MAX_PROCS}, got {s:?}"
+        )),
+    }
+}
+
+pub(crate) fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let mult: usize = match unit.trim() {
+        "" => 1,
+        "k" | "K" | "KiB" | "kiB" => 1024,
+        "m" | "M" | "MiB" => 1024 * 1024,
+        _ => {
+            return Err(format!(
+                "unknown unit in {s:?} (use bytes, or a k/KiB or m/MiB suffix)"
+            ))
+        }
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("not a size: {s:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maxprocs_parses_and_rejects() {
+        assert_eq!(parse_maxprocs("2"), Ok(2));
+        assert_eq!(parse_maxprocs(" 1 "), Ok(1));
+        assert!(parse_maxprocs("0").is_err());
+        assert!(parse_maxprocs("-1").is_err());
+        assert!(parse_maxprocs("two").is_err());
+        assert!(parse_maxprocs(&(MAX_PROCS + 1).to_string()).is_err());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("64k"), Ok(65536));
+        assert_eq!(parse_size("64KiB"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert!(parse_size("1G").is_err());
+        assert!(parse_size("k").is_err());
+        assert!(parse_size("99999999999999999999999").is_err());
+    }
+}

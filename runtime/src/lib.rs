@@ -1,0 +1,52 @@
+//! goro-runtime: the G/M/P scheduler behind goro.
+//!
+//! Stackful coroutines ("goroutines", G) on pooled mmap'd stacks, multiplexed over OS
+//! threads (M) by processors (P) that each own a run queue, the way Go's runtime does
+//! it. This crate holds the scheduler, stacks, the park/ready primitive every blocking
+//! operation is built on, and (later) timers, the netpoller and sysmon. Users normally
+//! reach it through the `goro` facade.
+//!
+//! Module map:
+//! - [`sched`](crate::sched) (private): G, M, P, run queues, the scheduler loop. Its
+//!   module doc is the design comment: glossary, protocols, lock order.
+//! - `stack`: stack mappings, guard pages, the pool, the overflow handler.
+//! - [`park`]: `prepare` / `park` / [`park::Unparker`], for coroutines and threads.
+//! - `spawn`: [`Builder`], [`spawn`], [`JoinHandle`].
+//! - `config`: the `GORO_*` environment variables.
+
+#![warn(missing_docs)]
+
+mod config;
+mod loom;
+pub mod park;
+mod sched;
+mod spawn;
+mod stack;
+
+pub use config::DEFAULT_STACK_SIZE;
+pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
+pub use spawn::{panic_message, spawn, Builder, JoinHandle};
+pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
+
+/// Yields the processor to other coroutines: the caller goes to the back of its P's
+/// run queue (Go: `runtime.Gosched`). On a plain thread, `std::thread::yield_now`.
+#[inline]
+pub fn yield_now() {
+    sched::yield_now();
+}
+
+/// Introspection for tests and tools.
+pub mod debug {
+    pub use crate::stack::{guard_kind as stack_guard_kind, GuardKind};
+}
+
+/// The lock-free protocol types, for the loom models in `tests/loom_*.rs`. Only built
+/// with `RUSTFLAGS="--cfg loom"`; not an API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod __loom {
+    pub use crate::park::{WaitCell, Wake};
+    pub use crate::sched::idle::Spinning;
+    pub use crate::sched::runq::RunNext;
+    pub use crate::spawn::JoinState;
+}

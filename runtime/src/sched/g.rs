@@ -1,0 +1,176 @@
+//! G: a coroutine, its status and its wait reason.
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use crate::park::{WaitCell, WaitReason};
+use crate::stack::overflow::GuardInfo;
+use crate::stack::Stack;
+
+/// A shared reference to a G. Run queues, `runnext` and unparkers hold these.
+pub(crate) type GRef = Arc<G>;
+
+type GCoroutine = Coroutine<(), Request, (), Stack>;
+
+/// What a G asks of its M when it suspends.
+pub(crate) enum Request {
+    /// `yield_now`: put me at the tail of the local run queue.
+    Yield,
+    /// `park_commit`: run this commit action (a closure on my stack, which stays valid
+    /// while I am suspended), then park me unless I was woken already.
+    Park(*mut (dyn FnMut() + 'static)),
+}
+
+/// A coroutine.
+///
+/// # Ownership
+///
+/// `co`, `yielder` and `parked_self_ref` are touched only by the G's owner: the M that
+/// runs it (and the G itself, on its own stack, while it runs). A G is owned by one
+/// place at a time, and ownership moves through run queues and the park/ready
+/// handshake, whose Release/Acquire pairs order one owner's accesses before the next.
+///
+/// # A parked G keeps itself alive
+///
+/// When a G parks, its M keeps the strong reference it ran the G with instead of
+/// dropping it (`parked_self_ref`), and the next M to run the G drops it. So a G can
+/// never be freed while its coroutine is suspended: a coroutine that nobody will ever
+/// wake is leaked with its stack, as Go leaks a goroutine blocked forever, instead of
+/// having its destructors run on whichever thread happened to drop the last waker (see
+/// docs/decisions/0001-coroutines-migrate-between-threads.md).
+pub(crate) struct G {
+    pub(crate) id: u64,
+    /// Stack bounds, id and name, for the overflow handler and the dump.
+    pub(crate) guard: GuardInfo,
+    /// The park/ready handshake.
+    pub(crate) wait: WaitCell,
+    /// A `WaitReason` as u8. Written by the G, read by the dump.
+    wait_reason: AtomicU8,
+    co: UnsafeCell<Option<GCoroutine>>,
+    yielder: UnsafeCell<*const Yielder<(), Request>>,
+    parked_self_ref: UnsafeCell<bool>,
+}
+
+// SAFETY: the coroutine inside a G may be resumed on any M. That is the runtime's
+// migration contract (docs/decisions/0001-coroutines-migrate-between-threads.md): the
+// fields that are not thread-safe are accessed only by the G's single owner, as the
+// struct doc says, and ownership changes hands with Release/Acquire synchronisation.
+unsafe impl Send for G {}
+// SAFETY: as above; the shared fields (`id`, `guard`, `wait`, `wait_reason`) are
+// immutable or atomic.
+unsafe impl Sync for G {}
+
+impl G {
+    /// Makes a G that will run `main` on `stack`.
+    pub(crate) fn new(
+        id: u64,
+        name: Option<String>,
+        stack: Stack,
+        main: impl FnOnce() + Send + 'static,
+    ) -> GRef {
+        let (guard_lo, guard_hi) = stack.guard_range();
+        let usable = stack.usable();
+        let co = Coroutine::with_stack(stack, move |y: &Yielder<(), Request>, ()| {
+            // The M published this G as its current one before resuming it.
+            let g = super::m::current_g_ptr();
+            // SAFETY: `g` is the running G (alive: its M holds it); the yielder slot is
+            // written only here, by the G itself, before anything can suspend it.
+            unsafe { *(*g).yielder.get() = y as *const _ };
+            main();
+        });
+        Arc::new(G {
+            id,
+            guard: GuardInfo {
+                guard_lo,
+                guard_hi,
+                usable,
+                id,
+                name,
+            },
+            wait: WaitCell::new(),
+            wait_reason: AtomicU8::new(WaitReason::None as u8),
+            co: UnsafeCell::new(Some(co)),
+            yielder: UnsafeCell::new(std::ptr::null()),
+            parked_self_ref: UnsafeCell::new(false),
+        })
+    }
+
+    pub(crate) fn set_wait_reason(&self, r: WaitReason) {
+        // Relaxed: informational, read only by the dump.
+        self.wait_reason.store(r as u8, Ordering::Relaxed);
+    }
+
+    #[allow(dead_code)] // read by the coroutine dump
+    pub(crate) fn wait_reason(&self) -> WaitReason {
+        WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
+    }
+
+    /// Runs the G until it suspends or ends.
+    ///
+    /// # Safety
+    ///
+    /// The caller must be the G's owner (see the struct doc), running on its M's own
+    /// stack, with this G published as the M's current G.
+    pub(crate) unsafe fn resume(&self) -> CoroutineResult<Request, ()> {
+        // SAFETY: the owner has exclusive access to `co` (caller's contract).
+        let co = unsafe { &mut *self.co.get() };
+        match co {
+            Some(co) => co.resume(()),
+            None => super::fatal!("G::resume: coroutine {} has already finished", self.id),
+        }
+    }
+
+    /// Takes back the stack of a G whose coroutine has returned.
+    ///
+    /// # Safety
+    ///
+    /// Owner only, after `resume` returned `CoroutineResult::Return`.
+    pub(crate) unsafe fn take_stack(&self) -> Option<Stack> {
+        // SAFETY: owner-only access (caller's contract).
+        let co = unsafe { (*self.co.get()).take() };
+        co.filter(|c| c.done()).map(|c| c.into_stack())
+    }
+
+    /// Suspends the running G with `req`. Returns when an M resumes it.
+    ///
+    /// # Safety
+    ///
+    /// Must be called by the G itself, on its own stack.
+    #[inline]
+    pub(crate) unsafe fn suspend(&self, req: Request) {
+        // SAFETY: the yielder was recorded by the coroutine's entry and stays valid
+        // for the coroutine's whole life; we are on that coroutine (caller's contract).
+        unsafe { (**self.yielder.get()).suspend(req) }
+    }
+
+    /// Records (owner only, before the park CAS) that the owner's reference now keeps
+    /// the parked G alive.
+    ///
+    /// # Safety
+    ///
+    /// Owner only.
+    pub(crate) unsafe fn set_parked_self_ref(&self, v: bool) {
+        // SAFETY: owner-only field (caller's contract).
+        unsafe { *self.parked_self_ref.get() = v };
+    }
+
+    /// Called by the G's new owner when it takes the G to run it: drops the reference
+    /// the G kept to itself while parked, if any.
+    ///
+    /// # Safety
+    ///
+    /// Owner only, and `this` must be a strong reference of the caller's (so that the
+    /// count cannot reach zero here).
+    pub(crate) unsafe fn drop_parked_self_ref(this: &GRef) {
+        // SAFETY: owner-only field (caller's contract).
+        let held = unsafe { &mut *this.parked_self_ref.get() };
+        if std::mem::take(held) {
+            // SAFETY: the parked G's M forgot one strong reference (see the struct
+            // doc); the caller holds another, so this does not free the G.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(this)) };
+        }
+    }
+}

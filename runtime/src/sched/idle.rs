@@ -1,0 +1,121 @@
+//! Idle Ps, idle Ms, and the spinning counters.
+
+use std::sync::Arc;
+
+use super::m::MShared;
+use super::p::{PStatus, P};
+use crate::loom::{fence, AtomicUsize, Ordering};
+
+/// The spinning protocol's counters (see the module doc of `sched`).
+///
+/// `nmspinning` is written by Ms entering and leaving the spinning state and by
+/// `wakep`'s CAS; `npidle` mirrors the length of the idle-P list and is written under
+/// `Runtime::sched`. Both are read without the lock by `wakep` and by spinning Ms.
+pub struct Spinning {
+    nmspinning: AtomicUsize,
+    npidle: AtomicUsize,
+}
+
+impl Spinning {
+    /// No spinning M, no idle P.
+    pub fn new() -> Self {
+        Spinning {
+            nmspinning: AtomicUsize::new(0),
+            npidle: AtomicUsize::new(0),
+        }
+    }
+
+    /// Ms spinning now (a snapshot).
+    pub fn nmspinning(&self) -> usize {
+        self.nmspinning.load(Ordering::Relaxed)
+    }
+
+    /// Idle Ps now (a snapshot).
+    pub fn npidle(&self) -> usize {
+        self.npidle.load(Ordering::Relaxed)
+    }
+
+    /// Submitter side, after the work is published: whether this caller should start
+    /// a spinning M. A `true` reserves the spinning slot (nmspinning 0 -> 1); the caller
+    /// must start an M or call `cancel_spinning`.
+    ///
+    /// The caller's publication must end with a SeqCst fence: with `stop_spinning`'s
+    /// fence that is a Dekker pair. Either these loads see the spinning M's decrement
+    /// (and we wake one), or that M's re-check, after its fence, sees the work
+    /// published before ours.
+    pub fn should_wake(&self) -> bool {
+        if self.npidle.load(Ordering::SeqCst) == 0 || self.nmspinning.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        self.nmspinning
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
+    /// Go's `2*nmspinning < gomaxprocs - npidle` rule: may one more M spin?
+    pub fn may_spin(&self, gomaxprocs: usize) -> bool {
+        2 * self.nmspinning() < gomaxprocs.saturating_sub(self.npidle())
+    }
+
+    /// Whether some P is held by an M that is not spinning (running coroutines, and
+    /// so likely to queue more work).
+    pub fn others_busy(&self, gomaxprocs: usize) -> bool {
+        gomaxprocs.saturating_sub(self.npidle()) > self.nmspinning()
+    }
+
+    /// An M starts spinning on its own initiative.
+    pub fn start_spinning(&self) {
+        self.nmspinning.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// An M stops spinning (found work, or gives up). Returns the count left. When
+    /// giving up, the caller must re-check every source of work *after* this call.
+    pub fn stop_spinning(&self) -> usize {
+        let prev = self.nmspinning.fetch_sub(1, Ordering::SeqCst);
+        if prev == 0 {
+            super::fatal!("stop_spinning: nmspinning was already zero");
+        }
+        // SeqCst fence: the re-check half of the Dekker pair with `should_wake`.
+        fence(Ordering::SeqCst);
+        prev - 1
+    }
+
+    /// Undoes a reservation made by `should_wake` that found no P to start.
+    pub fn cancel_spinning(&self) {
+        self.stop_spinning();
+    }
+
+    /// A P went on the idle list (`sched` held).
+    pub fn pidle_inc(&self) {
+        self.npidle.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A P came off the idle list (`sched` held).
+    pub fn pidle_dec(&self) {
+        self.npidle.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What `Runtime::sched` protects.
+#[derive(Default)]
+pub(crate) struct SchedLocked {
+    /// Idle Ps (a stack: the most recently idled P is reused first, its caches warm).
+    pub(crate) idle_ps: Vec<&'static P>,
+    /// Idle Ms, parked and waiting for `startm` to hand them a P.
+    pub(crate) idle_ms: Vec<Arc<MShared>>,
+}
+
+/// Puts `p` on the idle list (Go: pidleput). `sched` must be held.
+pub(crate) fn pidleput_locked(s: &mut SchedLocked, spinning: &Spinning, p: &'static P) {
+    p.set_status(PStatus::Idle);
+    s.idle_ps.push(p);
+    spinning.pidle_inc();
+}
+
+/// Takes an idle P (Go: pidleget). `sched` must be held.
+pub(crate) fn pidleget_locked(s: &mut SchedLocked, spinning: &Spinning) -> Option<&'static P> {
+    let p = s.idle_ps.pop()?;
+    spinning.pidle_dec();
+    p.set_status(PStatus::Running);
+    Some(p)
+}

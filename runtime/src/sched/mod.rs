@@ -1,0 +1,317 @@
+//! The G/M/P scheduler.
+//!
+//! # Glossary
+//!
+//! - **G**: a coroutine ("goroutine"): a corosensei coroutine on a pooled stack, with an
+//!   id, an optional name and a park/ready handshake cell ([`g`]). A G is owned by
+//!   exactly one place at a time: a run queue, a P's `runnext` slot, a waiter list (as
+//!   an `Unparker`), or the M running it.
+//! - **M**: an OS thread ([`m`]). An M runs Gs only while it holds a P. Its scheduler
+//!   loop runs on the thread's own stack (Go's g0); going from one G to the next is a
+//!   suspend back to that loop and a resume of the next G, because corosensei switches
+//!   are asymmetric.
+//! - **P**: a processor, the right to run coroutines ([`p`]). `GORO_MAXPROCS` of them.
+//!   Each has a local FIFO run queue (a crossbeam-deque `Worker` whose `Stealer` is
+//!   published), a `runnext` slot, a stack cache and a scheduling tick.
+//!
+//! # Finding work (`schedule`, `find_runnable`)
+//!
+//! In order: once every [`GLOBAL_CHECK_TICKS`] ticks the global queue first (so it
+//! cannot starve); `runnext`; the local queue; the global queue; then, if few enough Ms
+//! are spinning already, stealing: [`STEAL_ROUNDS`] rounds over the other Ps from a
+//! random start, half a victim's queue at a time, and in the last round its `runnext`.
+//! Idle and spinning Ms read the **work summary** first — one bit per P that may have
+//! queued work, plus the global queue's emptiness — so an idle runtime costs nothing
+//! and a busy one does not make its idle Ps probe every P's queue (the SHARED_RUNQ
+//! lesson: idle cores polling a shared structure become the contention).
+//!
+//! # The runnext steal back-off
+//!
+//! A G readied by the running G goes to `runnext` and inherits the rest of the time
+//! slice: this makes producer/consumer pairs run back to back on one P. A thief takes a
+//! victim's `runnext` only after the victim's queue, and only when the victim P is
+//! *running* does it first back off for [`RUNNEXT_BACKOFF_NS`] — the victim is likely
+//! about to block and run that G itself. The back-off spins with a pause instruction and
+//! re-checks the slot; it never sleeps, because Linux timer slack stretches a 3 µs
+//! nanosleep past 50 µs (Go's `usleep(3)` there is why its hand-off to an idle P takes
+//! ~70 µs). A victim that is idle, or whose M is in a blocking call, cannot run the G:
+//! it is taken at once (Go commit 868c8b37).
+//!
+//! Inheriting is bounded: after [`RUNNEXT_STREAK_MAX`] consecutive hand-offs through
+//! `runnext`, a readied G goes to the queue tail instead, so a ping-ponging pair cannot
+//! starve the rest of the P's queue (nor the global queue, whose check counts ticks
+//! that inheriting Gs do not advance).
+//!
+//! # The spinning protocol
+//!
+//! An M with a P and no work *spins* (looks for work to steal) before it gives its P
+//! back, but at most half of the busy Ps' worth of Ms spin at once. Two rules keep work
+//! from being stranded while Ms sleep:
+//!
+//! 1. *Publish, then check.* Whoever queues work (spawn, ready, timers) first makes it
+//!    visible, then runs [`wakep`]: if there is an idle P and no spinning M, it starts
+//!    one (an idle M, or a new thread) with that P.
+//! 2. *Leave spinning, then re-check.* A spinning M that found nothing puts its P on
+//!    the idle list, drops the spinning count, and only then looks at every queue (the
+//!    summary first) once more; if something is there it takes an idle P back and
+//!    spins again.
+//!
+//! The two sides form a Dekker pair with a `SeqCst` fence on each side
+//! ([`idle::Spinning`]): either the submitter sees no spinning M and wakes one, or the
+//! M that stopped spinning sees the work. `tests/loom_spinning.rs` checks it. A
+//! spinning M that finds work stops spinning and wakes another spinner if it was the
+//! last one (`reset_spinning`), so a burst of work fans out over the idle Ps.
+//!
+//! # Parking an M
+//!
+//! An M without work gives its P back and parks on its own parker until `startm` hands
+//! it a P. Ms are created on demand by `startm` and never exit.
+//!
+//! # Lock order
+//!
+//! `Runtime::sched` (idle Ps and Ms) is a leaf: nothing is locked while holding it
+//! except the global stack pool, which is a leaf too. Run queues and `runnext` are
+//! lock-free.
+//!
+//! # G ownership and migration
+//!
+//! A G moves between Ms through run queues; the M that takes it is its sole owner until
+//! the G yields, parks or ends. Moving a suspended coroutine to another thread is the
+//! runtime's assertion, not something the compiler checks (corosensei's `Coroutine` is
+//! deliberately not `Send`): see docs/decisions/0001-coroutines-migrate-between-threads.md
+//! and, for what users must not hold across a blocking call, docs/caveats.md. The
+//! runtime's own per-M state is re-read after every switch through `#[inline(never)]`
+//! accessors ([`m::current_m`]) and never cached across one.
+
+pub(crate) mod g;
+pub(crate) mod idle;
+pub(crate) mod m;
+pub(crate) mod p;
+pub(crate) mod runq;
+mod schedule;
+
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crossbeam_deque::Injector;
+
+use crate::config::Config;
+use crate::stack::pool::StackPool;
+use g::GRef;
+use idle::{pidleput_locked, SchedLocked, Spinning};
+use p::{PStatus, P};
+use runq::WorkSummary;
+
+pub(crate) use schedule::{park_current_g, ready, spawn_g, wakep, yield_now};
+
+/// The most Ps a runtime can have (Go's limit is higher, but a machine with more
+/// hardware threads than this is not what goro is tuned for).
+pub const MAX_PROCS: usize = 256;
+/// Every this many scheduling ticks a P looks at the global queue before its own.
+pub(crate) const GLOBAL_CHECK_TICKS: u32 = 61;
+/// Rounds of stealing over all Ps before a spinning M gives up.
+pub(crate) const STEAL_ROUNDS: usize = 4;
+/// How long a thief waits before taking the `runnext` G of a running P.
+pub(crate) const RUNNEXT_BACKOFF_NS: u64 = 3_000;
+/// How often a backing-off thief re-reads the victim's `runnext`.
+pub(crate) const BACKOFF_CHECK_NS: u64 = 1_000;
+/// Pause between two steal passes of a spinning M.
+pub(crate) const SPIN_PASS_GAP_NS: u64 = 2_000;
+/// Consecutive `runnext` hand-offs a P allows before readied Gs go to the queue tail.
+pub(crate) const RUNNEXT_STREAK_MAX: u32 = 64;
+/// How long a spinning M keeps looking for work while another P is busy before it
+/// parks. Go's spinning Ms end up sleeping ~50 µs in their runnext back-off (a 3 µs
+/// usleep stretched by timer slack), which keeps them spinning that long; goro spins
+/// for the same span on purpose, with the back-off itself kept short.
+pub(crate) const SPIN_BUDGET_NS: u64 = 50_000;
+/// Goroutine ids a P takes from the global counter at once.
+pub(crate) const GOID_BATCH: u64 = 16;
+
+/// Prints a fatal scheduler error naming the function and aborts. A panic cannot
+/// unwind across a stack switch, and a broken scheduler invariant is not recoverable.
+macro_rules! fatal {
+    ($($arg:tt)*) => {{
+        $crate::sched::fatal_error(format_args!($($arg)*))
+    }};
+}
+pub(crate) use fatal;
+
+#[cold]
+pub(crate) fn fatal_error(args: std::fmt::Arguments<'_>) -> ! {
+    eprintln!("goro: fatal error: {args}");
+    std::process::abort()
+}
+
+/// The process-wide scheduler state.
+pub(crate) struct Runtime {
+    /// All Ps that were ever created: slots `[0, nprocs_created)` are initialised.
+    /// Leaked, so that Ps are `'static` (the runtime lives as long as the process).
+    pub(crate) allp: &'static [OnceLock<P>],
+    /// How many slots of `allp` are initialised. Written under `sched`; read anywhere.
+    pub(crate) nprocs_created: AtomicUsize,
+    /// Ps in use: `[0, gomaxprocs)`. Written under `sched`; read anywhere (a stale
+    /// value only delays a P's retirement by one schedule).
+    pub(crate) gomaxprocs: AtomicUsize,
+    /// The global run queue.
+    pub(crate) injector: Injector<GRef>,
+    /// Which Ps may have queued work (see "work summary").
+    pub(crate) summary: WorkSummary,
+    /// Spinning and idle counts (see "the spinning protocol").
+    pub(crate) spinning: Spinning,
+    /// Idle Ps and idle Ms.
+    pub(crate) sched: Mutex<SchedLocked>,
+    /// Coroutine stacks.
+    pub(crate) stacks: StackPool,
+    /// Next unallocated goroutine id (batches of GOID_BATCH go to Ps).
+    pub(crate) next_goid: AtomicU64,
+    /// Ms created so far (also the next M's id).
+    pub(crate) nm: AtomicUsize,
+    /// Coroutines spawned from plain threads (those spawned on a P are counted by the
+    /// P, see `P::gcount`).
+    pub(crate) nextern_spawned: AtomicI64,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+/// The runtime, initialised on first use from the environment.
+#[inline]
+pub(crate) fn rt() -> &'static Runtime {
+    match RUNTIME.get() {
+        Some(rt) => rt,
+        None => init(),
+    }
+}
+
+#[cold]
+fn init() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        let cfg = Config::from_env();
+        crate::stack::overflow::install();
+        let rt = Runtime {
+            allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),
+            nprocs_created: AtomicUsize::new(0),
+            gomaxprocs: AtomicUsize::new(0),
+            injector: Injector::new(),
+            summary: WorkSummary::new(),
+            spinning: Spinning::new(),
+            sched: Mutex::new(SchedLocked::default()),
+            stacks: StackPool::new(cfg.stack_usable),
+            next_goid: AtomicU64::new(1),
+            nm: AtomicUsize::new(0),
+            nextern_spawned: AtomicI64::new(0),
+        };
+        rt.resize_locked(&mut rt.sched.lock().unwrap(), cfg.maxprocs);
+        rt
+    })
+}
+
+impl Runtime {
+    /// The P with this id. Only for ids below `nprocs_created`.
+    #[inline]
+    pub(crate) fn p(&self, id: usize) -> &'static P {
+        match self.allp[id].get() {
+            Some(p) => p,
+            None => fatal!("Runtime::p: P {id} was never created"),
+        }
+    }
+
+    pub(crate) fn procs(&self) -> usize {
+        self.gomaxprocs.load(Ordering::Relaxed)
+    }
+
+    /// Makes `[0, n)` the Ps in use (Go: procresize). `sched` must be held.
+    ///
+    /// New Ps are created; idle Ps at or above `n` are taken off the idle list and
+    /// marked dead; dead Ps below `n` come back idle. A P above `n` that an M holds is
+    /// retired by that M at its next scheduling point (`retire_p`).
+    fn resize_locked(&self, s: &mut SchedLocked, n: usize) {
+        let created = self.nprocs_created.load(Ordering::Relaxed);
+        for id in created..n {
+            let _ = self.allp[id].set(P::new(id));
+        }
+        if n > created {
+            // Release: pairs with the Acquire loads of thieves that then index allp.
+            self.nprocs_created.store(n, Ordering::Release);
+        }
+        self.gomaxprocs.store(n, Ordering::Relaxed);
+        s.idle_ps.retain(|p| {
+            if p.id >= n {
+                p.set_status(PStatus::Dead);
+                self.spinning.pidle_dec();
+                false
+            } else {
+                true
+            }
+        });
+        for id in 0..n {
+            let p = self.p(id);
+            if p.status() == PStatus::Dead {
+                pidleput_locked(s, &self.spinning, p);
+            }
+        }
+    }
+}
+
+/// The number of Ps, `GORO_MAXPROCS` unless changed by [`set_maxprocs`].
+pub fn maxprocs() -> usize {
+    rt().procs()
+}
+
+/// Sets the number of Ps and returns the previous value (Go's `runtime.GOMAXPROCS`).
+///
+/// `n` is clamped to `1..=MAX_PROCS`... except that 0 changes nothing and only reports
+/// the current value, as in Go. Ps above the new count are retired at their next
+/// scheduling point: their queued coroutines move to the global queue.
+pub fn set_maxprocs(n: usize) -> usize {
+    let rt = rt();
+    if n == 0 {
+        return rt.procs();
+    }
+    let n = n.min(MAX_PROCS);
+    let prev = {
+        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let prev = rt.procs();
+        rt.resize_locked(&mut s, n);
+        prev
+    };
+    if n > prev {
+        // New idle Ps: let them help with whatever is queued.
+        wakep();
+    }
+    prev
+}
+
+/// The id of the running coroutine, or `None` on a plain thread.
+pub fn current_id() -> Option<u64> {
+    let g = m::current_g_ptr();
+    if g.is_null() {
+        None
+    } else {
+        // SAFETY: the running G is alive while it runs (its M holds it).
+        Some(unsafe { (*g).id })
+    }
+}
+
+/// The running G as a new strong reference, or `None` on a plain thread.
+pub(crate) fn current_g_arc() -> Option<GRef> {
+    let g = m::current_g_ptr();
+    if g.is_null() {
+        return None;
+    }
+    // SAFETY: `g` came from `Arc::as_ptr` of the GRef its M holds while the G runs, so
+    // the allocation is live and bumping its count makes a valid new Arc.
+    unsafe {
+        Arc::increment_strong_count(g);
+        Some(Arc::from_raw(g))
+    }
+}
+
+/// Live coroutines (spawned and not finished).
+pub fn num_goroutines() -> usize {
+    let rt = rt();
+    let n = rt.nprocs_created.load(Ordering::Acquire);
+    let on_ps: i64 = (0..n)
+        .map(|id| rt.p(id).gcount.load(Ordering::Relaxed))
+        .sum();
+    (rt.nextern_spawned.load(Ordering::Relaxed) + on_ps).max(0) as usize
+}

@@ -1,0 +1,471 @@
+//! The scheduler loop: `schedule`, `find_runnable`, `execute`, `wakep`, `startm`,
+//! and the entry points the rest of the runtime uses (`ready`, `spawn_g`, `yield_now`,
+//! `park_current_g`). See the module doc of `sched` for the protocols cited here.
+
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use corosensei::CoroutineResult;
+use crossbeam_deque::Steal;
+
+use super::g::{GRef, Request, G};
+use super::idle::{pidleget_locked, pidleput_locked};
+use super::m::{current_g_ptr, current_m, newm, M};
+use super::p::{fastrand, HeldP, PStatus};
+use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
+use super::{
+    fatal, rt, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX, SPIN_BUDGET_NS,
+    SPIN_PASS_GAP_NS, STEAL_ROUNDS,
+};
+use crate::park::WaitReason;
+use crate::stack::{self, overflow};
+
+/// An M's life: find a G, run it, repeat. Never returns. A panic on the scheduler's
+/// stack (a park commit, or a bug) cannot be recovered from: it is fatal.
+pub(crate) fn m_loop(m: &'static M) -> ! {
+    let r = catch_unwind(AssertUnwindSafe(|| loop {
+        let (g, inherit) = schedule(m);
+        execute(m, g, inherit);
+    }));
+    let msg = match &r {
+        Err(e) => crate::spawn::panic_message(&**e),
+        Ok(()) => "the loop ended",
+    };
+    fatal!("m_loop: M {} panicked on its scheduler stack: {msg}", m.id)
+}
+
+/// Finds the next G for this M (Go: schedule). Returns it and whether it inherits
+/// the current time slice. The M is not spinning when it returns: an M that was
+/// started spinning and finds work on any path stops spinning and, if it was the
+/// last spinner, wakes another (`reset_spinning`).
+fn schedule(m: &'static M) -> (GRef, bool) {
+    let r = schedule_spinning(m);
+    if m.spinning.get() {
+        reset_spinning(m);
+    }
+    r
+}
+
+fn schedule_spinning(m: &'static M) -> (GRef, bool) {
+    let rt = rt();
+    let p = m.held_p("schedule");
+    if p.id >= rt.procs() {
+        return find_runnable(m);
+    }
+    let tick = p.local().tick.get();
+    if tick.is_multiple_of(GLOBAL_CHECK_TICKS) && !rt.injector.is_empty() {
+        // Fairness: now and then the global queue goes before the local one.
+        loop {
+            match rt.injector.steal() {
+                Steal::Success(g) => return (g, false),
+                Steal::Retry => continue,
+                Steal::Empty => break,
+            }
+        }
+    }
+    if let Some(r) = runq_get(p) {
+        return r;
+    }
+    find_runnable(m)
+}
+
+/// Finds a G, stealing or sleeping as needed (Go: findRunnable). Returns with the M
+/// holding a P, possibly still spinning (`schedule` resets that).
+fn find_runnable(m: &'static M) -> (GRef, bool) {
+    let rt = rt();
+    loop {
+        let p = m.held_p("find_runnable");
+        if p.id >= rt.procs() && retire_p(m) {
+            continue;
+        }
+        if let Some(r) = runq_get(p) {
+            return r;
+        }
+        // Our queue is empty, and only we can refill it: clear our summary bit.
+        rt.summary.clear(p.id);
+        if let Some(g) = globrunqget(p) {
+            return (g, false);
+        }
+
+        // Steal, if few enough Ms are at it already. While another P is busy, keep at
+        // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a
+        // spinning M turns its wakeps into no-ops instead of futex wake-ups.
+        if m.spinning.get() || rt.spinning.may_spin(rt.procs()) {
+            if !m.spinning.get() {
+                m.spinning.set(true);
+                rt.spinning.start_spinning();
+            }
+            let spin_start = Instant::now();
+            loop {
+                if let Some(g) = steal_work(p) {
+                    return (g, false);
+                }
+                if !rt.spinning.others_busy(rt.procs())
+                    || spin_start.elapsed() >= Duration::from_nanos(SPIN_BUDGET_NS)
+                {
+                    break;
+                }
+                if let Some(r) = runq_get(p) {
+                    return r;
+                }
+                // Rest between passes without touching the busy Ps' cache lines: each
+                // read of a victim's queue costs the victim a cache-line transfer.
+                spin_pause(SPIN_PASS_GAP_NS);
+            }
+        }
+
+        // Nothing to do: give the P back.
+        {
+            let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+            if !rt.injector.is_empty() {
+                drop(s);
+                if let Some(g) = globrunqget(p) {
+                    return (g, false);
+                }
+                continue;
+            }
+            let p = m.releasep();
+            if p.id >= rt.procs() {
+                p.set_status(PStatus::Dead);
+            } else {
+                pidleput_locked(&mut s, &rt.spinning, p);
+            }
+        }
+
+        // Leave spinning, then re-check every source of work (the spinning protocol).
+        if m.spinning.replace(false) {
+            rt.spinning.stop_spinning();
+            if work_available(rt) {
+                let p = {
+                    let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+                    pidleget_locked(&mut s, &rt.spinning)
+                };
+                if let Some(p) = p {
+                    m.acquirep(p);
+                    m.spinning.set(true);
+                    rt.spinning.start_spinning();
+                    continue;
+                }
+            }
+        }
+
+        m.stopm();
+    }
+}
+
+/// A spinning M found work: stop spinning, and if it was the last spinner, wake
+/// another to look for more (Go: resetspinning).
+fn reset_spinning(m: &M) {
+    m.spinning.set(false);
+    if rt().spinning.stop_spinning() == 0 {
+        wakep();
+    }
+}
+
+/// Whether any queue has work, summary first (used after leaving spinning).
+fn work_available(rt: &Runtime) -> bool {
+    if !rt.injector.is_empty() {
+        return true;
+    }
+    let n = rt.nprocs_created.load(Ordering::Acquire);
+    let bits = rt.summary.snapshot(n);
+    (0..n)
+        .filter(|&id| bits[id / 64] & (1 << (id % 64)) != 0)
+        .any(|id| !runq_empty(rt.p(id)))
+}
+
+/// Takes a batch from the global queue into `p`'s and returns one G (Go: globrunqget).
+fn globrunqget(p: HeldP) -> Option<GRef> {
+    let rt = rt();
+    loop {
+        match rt.injector.steal_batch_and_pop(&p.local().runq) {
+            Steal::Success(g) => {
+                if !p.local().runq.is_empty() {
+                    rt.summary.mark(p.id);
+                }
+                return Some(g);
+            }
+            Steal::Retry => continue,
+            Steal::Empty => return None,
+        }
+    }
+}
+
+/// Steals from other Ps: [`STEAL_ROUNDS`] rounds from a random start, only over Ps
+/// whose summary bit is set, `runnext` in the last round (Go: stealWork).
+fn steal_work(p: HeldP) -> Option<GRef> {
+    let rt = rt();
+    let n = rt.nprocs_created.load(Ordering::Acquire);
+    for round in 0..STEAL_ROUNDS {
+        let last = round == STEAL_ROUNDS - 1;
+        let bits = rt.summary.snapshot(n);
+        if bits.iter().all(|&w| w == 0) {
+            return globrunqget(p);
+        }
+        let start = fastrand(p) as usize % n;
+        for i in 0..n {
+            let id = (start + i) % n;
+            if id == p.id || bits[id / 64] & (1 << (id % 64)) == 0 {
+                continue;
+            }
+            if let Some(g) = runq_steal(p, rt.p(id), last) {
+                return Some(g);
+            }
+        }
+        if let Some(g) = globrunqget(p) {
+            return Some(g);
+        }
+    }
+    None
+}
+
+/// Retires this M's P, which is above `gomaxprocs`: its Gs go to the global queue,
+/// its stacks to the pool. Then takes an idle P or stops. Returns false if the P turned
+/// out to be wanted again (a concurrent `set_maxprocs` raised the count).
+fn retire_p(m: &'static M) -> bool {
+    let rt = rt();
+    let p = m.held_p("retire_p");
+    {
+        let _s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        if p.id < rt.procs() {
+            return false;
+        }
+        while let Some((g, _)) = runq_get(p) {
+            rt.injector.push(g);
+        }
+        rt.summary.clear(p.id);
+        rt.stacks.flush(&p.local().stacks);
+        m.releasep().set_status(PStatus::Dead);
+    }
+    if m.spinning.replace(false) {
+        rt.spinning.stop_spinning();
+    }
+    wakep();
+    let next = {
+        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        pidleget_locked(&mut s, &rt.spinning)
+    };
+    match next {
+        Some(p) => m.acquirep(p),
+        None => m.stopm(),
+    }
+    true
+}
+
+/// Runs `g` until it yields, parks or ends (Go: execute + the part of gopark and
+/// goexit that runs on g0).
+fn execute(m: &'static M, g: GRef, inherit: bool) {
+    let rt = rt();
+    let p = m.held_p("execute");
+    let local = p.local();
+    if inherit {
+        local.streak.set(local.streak.get() + 1);
+    } else {
+        local.tick.set(local.tick.get().wrapping_add(1));
+        local.streak.set(0);
+    }
+    // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
+    // a strong reference of ours.
+    unsafe { G::drop_parked_self_ref(&g) };
+    loop {
+        m.set_curg(Arc::as_ptr(&g));
+        overflow::set_running(&g.guard);
+        // SAFETY: we own `g`, we are on the M's own stack, and `g` is published as
+        // the current G. No catch_unwind here: its frame would sit between the switch
+        // and this loop and cost a return misprediction per switch. Coroutine bodies
+        // catch their own panics; anything else unwinds out of m_loop and is fatal.
+        let r = unsafe { g.resume() };
+        overflow::set_running(std::ptr::null());
+        m.set_curg(std::ptr::null());
+        match r {
+            CoroutineResult::Yield(Request::Yield) => {
+                runq_put(p, g, false);
+                return;
+            }
+            CoroutineResult::Yield(Request::Park(commit)) => {
+                // SAFETY: `commit` points into park_current_g's frame on the suspended
+                // G's stack, which stays valid until the G is resumed; that cannot
+                // happen before the try_park below publishes it as parked.
+                unsafe { (*commit)() };
+                // SAFETY: still the owner until try_park succeeds.
+                unsafe { g.set_parked_self_ref(true) };
+                if g.wait.try_park() {
+                    // Parked: our reference now keeps the G alive (see G's doc) and
+                    // whoever readies it owns it from here.
+                    std::mem::forget(g);
+                    return;
+                }
+                // SAFETY: try_park failed, so nobody else can have taken the G.
+                unsafe { g.set_parked_self_ref(false) };
+                // Woken before it slept: run it again at once, same time slice.
+            }
+            CoroutineResult::Return(()) => {
+                // SAFETY: owner, and the coroutine has returned.
+                if let Some(stack) = unsafe { g.take_stack() } {
+                    rt.stacks.put(Some(&local.stacks), stack);
+                }
+                p.add_gcount(-1);
+                return;
+            }
+        }
+    }
+}
+
+/// Makes `g` runnable (Go: ready). From an M that holds a P, `g` goes to that P's
+/// `runnext` (unless the slice has been inherited too often already); from anywhere
+/// else, to the global queue. Then wakes an idle P if no M is spinning.
+pub(crate) fn ready(g: GRef) {
+    match current_m().and_then(|m| m.p()) {
+        Some(p) => {
+            let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
+            publish(p, g, next);
+        }
+        None => publish_global(g),
+    }
+    wakep();
+}
+
+/// The "publish" half of the spinning protocol for a local queue: queues `g` on `p`,
+/// then a SeqCst fence orders that before the loads of a following `wakep`.
+///
+/// The fence is kept even after a `runnext` swap, whose SeqCst read-modify-write would
+/// do by the C++ model: loom models SeqCst fences exactly but treats SeqCst accesses
+/// as AcqRel, so only the fenced form is checked by `tests/loom_spinning.rs`; and after
+/// the swap's `xchg` the fence costs ~1.5 ns here (~10 ns after a plain store).
+fn publish(p: HeldP, g: GRef, next: bool) {
+    runq_put(p, g, next);
+    fence(Ordering::SeqCst);
+}
+
+/// The "publish" half of the spinning protocol for the global queue.
+fn publish_global(g: GRef) {
+    rt().injector.push(g);
+    fence(Ordering::SeqCst);
+}
+
+/// Starts a spinning M on an idle P if there is an idle P and no M is spinning
+/// (Go: wakep). The caller must have published its work first, ending with a SeqCst
+/// fence (`publish`, `publish_global`): see the spinning protocol.
+pub(crate) fn wakep() {
+    let rt = rt();
+    if rt.spinning.should_wake() {
+        startm(true);
+    }
+}
+
+/// Hands an idle P to an idle or new M (Go: startm). With `spinning`, the caller has
+/// reserved a spinning slot, which is released if there is no idle P after all.
+fn startm(spinning: bool) {
+    let rt = rt();
+    let (p, m) = {
+        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        match pidleget_locked(&mut s, &rt.spinning) {
+            Some(p) => (p, s.idle_ms.pop()),
+            None => {
+                drop(s);
+                if spinning {
+                    rt.spinning.cancel_spinning();
+                }
+                return;
+            }
+        }
+    };
+    match m {
+        Some(m) => m.hand(p, spinning),
+        None => newm(p, spinning),
+    }
+}
+
+/// Creates a G running `main` and queues it: in the current P's `runnext` when called
+/// from an M with a P (Go: newproc), in the global queue otherwise. Returns its id.
+pub(crate) fn spawn_g(
+    name: Option<String>,
+    stack_size: Option<usize>,
+    main: impl FnOnce() + Send + 'static,
+) -> io::Result<u64> {
+    let rt = rt();
+    let usable = match stack_size {
+        Some(s) => stack::usable_size(s)?,
+        None => rt.stacks.default_usable(),
+    };
+    let p = current_m().and_then(|m| m.p());
+    let stack = rt
+        .stacks
+        .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
+    let id = alloc_goid(p);
+    let g = G::new(id, name, stack, main);
+    match p {
+        Some(p) => {
+            p.add_gcount(1);
+            publish(p, g, true);
+        }
+        None => {
+            rt.nextern_spawned.fetch_add(1, Ordering::Relaxed);
+            publish_global(g);
+        }
+    }
+    wakep();
+    Ok(id)
+}
+
+/// A new goroutine id, from the P's batch when there is a P.
+fn alloc_goid(p: Option<HeldP>) -> u64 {
+    let rt = rt();
+    let Some(p) = p else {
+        return rt.next_goid.fetch_add(1, Ordering::Relaxed);
+    };
+    let l = p.local();
+    if l.goid_next.get() == l.goid_end.get() {
+        let start = rt.next_goid.fetch_add(GOID_BATCH, Ordering::Relaxed);
+        l.goid_next.set(start);
+        l.goid_end.set(start + GOID_BATCH);
+    }
+    let id = l.goid_next.get();
+    l.goid_next.set(id + 1);
+    id
+}
+
+/// Yields the processor: the running coroutine goes to the tail of its P's queue
+/// (Go: Gosched). On a plain thread, `std::thread::yield_now`.
+#[inline]
+pub(crate) fn yield_now() {
+    let g = current_g_ptr();
+    if g.is_null() {
+        std::thread::yield_now();
+        return;
+    }
+    // SAFETY: `g` is the running G (alive while it runs) and we are on its stack.
+    unsafe { (*g).suspend(Request::Yield) };
+}
+
+/// Parks the running G (see `park::park_commit`). Gives `commit` back when called on a
+/// plain thread.
+#[inline]
+pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Result<(), F> {
+    let g = current_g_ptr();
+    if g.is_null() {
+        return Err(commit);
+    }
+    // SAFETY: the running G is alive for as long as it runs and while it is parked
+    // (a parked G keeps a reference to itself), so this reference stays valid across
+    // the suspend below.
+    let g = unsafe { &*g };
+    g.set_wait_reason(reason);
+    let mut commit = Some(commit);
+    let mut call = || {
+        if let Some(c) = commit.take() {
+            c();
+        }
+    };
+    let call: *mut (dyn FnMut() + '_) = &mut call;
+    // SAFETY: only the lifetime is erased. The M calls this pointer only while this
+    // frame is suspended inside `suspend` below, i.e. while `call` is alive.
+    let call: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(call) };
+    // SAFETY: we are the running G, on our own stack.
+    unsafe { g.suspend(Request::Park(call)) };
+    g.set_wait_reason(WaitReason::None);
+    Ok(())
+}

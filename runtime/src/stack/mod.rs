@@ -1,0 +1,264 @@
+//! Coroutine stacks: allocation, guard pages, the pool, the overflow handler.
+//!
+//! A stack is one anonymous mapping, `MAP_NORESERVE | MAP_STACK`, so its pages are
+//! committed only when touched (a parked coroutine costs the pages its frames use, not
+//! its virtual size) and the kernel does not back it with huge pages. The lowest
+//! [`GUARD_PAGES`] pages are the guard:
+//!
+//! - on Linux 6.13+ they are installed with `madvise(MADV_GUARD_INSTALL)`, which marks
+//!   page-table entries and leaves the mapping whole, so neighbouring stacks merge into
+//!   few VMAs and a million guarded stacks fit in a process;
+//! - elsewhere with `mprotect(PROT_NONE)`, which splits the mapping in two: every stack
+//!   then costs two VMAs and `vm.max_map_count` (65530 by default) caps a process near
+//!   32 000 live coroutines. Allocation failure there is a typed `io::Error` that names
+//!   the limit, never a panic.
+//!
+//! Which one is used is decided once, at start-up, by trying a guard install on a
+//! scratch mapping ([`guard_kind`]); `GORO_STACK_GUARD=mprotect` forces the fallback.
+//!
+//! This module owns all raw stack memory; `pool` recycles stacks and `overflow` turns a
+//! hit in a guard page into a message naming the coroutine.
+
+pub(crate) mod overflow;
+pub(crate) mod pool;
+
+use std::io;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use corosensei::stack::StackPointer;
+
+/// Pages of guard below every stack. One would do for Rust code, whose stack probes
+/// touch every page of a large frame in order; four also catch C frames that skip
+/// ahead. With guard installs they cost nothing but address space.
+pub(crate) const GUARD_PAGES: usize = 4;
+
+/// The smallest stack a user may ask for. Smaller stacks cannot hold a panic's
+/// formatting and unwinding, so they would turn every panic into an overflow.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+
+/// The largest stack a user may ask for (virtual size; it costs only what is touched).
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+
+/// `madvise` advice that installs guard markers (Linux 6.13+). Not in libc yet.
+const MADV_GUARD_INSTALL: libc::c_int = 102;
+
+/// How guard pages are made on this machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardKind {
+    /// `madvise(MADV_GUARD_INSTALL)`: no extra mapping per stack.
+    GuardInstall,
+    /// `mprotect(PROT_NONE)`: two mappings per stack.
+    Mprotect,
+}
+
+pub(crate) fn page_size() -> usize {
+    static PAGE: OnceLock<usize> = OnceLock::new();
+    *PAGE.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let v = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if v <= 0 {
+            4096
+        } else {
+            v as usize
+        }
+    })
+}
+
+/// The guard mechanism in use, detected on first call.
+pub fn guard_kind() -> GuardKind {
+    static KIND: OnceLock<GuardKind> = OnceLock::new();
+    *KIND.get_or_init(|| {
+        if std::env::var("GORO_STACK_GUARD").as_deref() == Ok("mprotect") {
+            return GuardKind::Mprotect;
+        }
+        let page = page_size();
+        // SAFETY: a fresh anonymous mapping of one page; no memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return GuardKind::Mprotect;
+        }
+        // SAFETY: `p` is the page just mapped; the advice only changes page tables.
+        let ok = unsafe { libc::madvise(p, page, MADV_GUARD_INSTALL) } == 0;
+        // SAFETY: unmapping the scratch page we own.
+        unsafe { libc::munmap(p, page) };
+        if ok {
+            GuardKind::GuardInstall
+        } else {
+            GuardKind::Mprotect
+        }
+    })
+}
+
+/// Rounds a requested stack size up to whole pages and checks it.
+pub(crate) fn usable_size(requested: usize) -> io::Result<usize> {
+    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&requested) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "coroutine stack size must be between {} KiB and {} MiB, got {requested} bytes",
+                MIN_STACK_SIZE / 1024,
+                MAX_STACK_SIZE >> 20
+            ),
+        ));
+    }
+    let page = page_size();
+    Ok(requested.div_ceil(page) * page)
+}
+
+/// One coroutine stack: `[guard | usable]`, growing down from the top of the mapping.
+pub(crate) struct Stack {
+    /// Start of the mapping (the bottom of the guard).
+    map: NonNull<u8>,
+    /// Length of the whole mapping, guard included.
+    len: usize,
+    /// Length of the guard at the bottom.
+    guard: usize,
+}
+
+// SAFETY: a Stack is the sole owner of its mapping; moving that ownership to another
+// thread is like moving a Box.
+unsafe impl Send for Stack {}
+
+impl Stack {
+    /// Maps a new stack with `usable` bytes (a multiple of the page size) above its guard.
+    pub(crate) fn new(usable: usize) -> io::Result<Stack> {
+        let guard = GUARD_PAGES * page_size();
+        let len = usable + guard;
+        // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(alloc_error(usable, io::Error::last_os_error()));
+        }
+        let rc = match guard_kind() {
+            // SAFETY: the guard range is the bottom of the mapping we just made.
+            GuardKind::GuardInstall => unsafe { libc::madvise(p, guard, MADV_GUARD_INSTALL) },
+            // SAFETY: as above.
+            GuardKind::Mprotect => unsafe { libc::mprotect(p, guard, libc::PROT_NONE) },
+        };
+        if rc != 0 {
+            let err = io::Error::last_os_error();
+            // SAFETY: unmapping the mapping we own and have not handed out.
+            unsafe { libc::munmap(p, len) };
+            return Err(alloc_error(usable, err));
+        }
+        Ok(Stack {
+            // SAFETY: mmap succeeded, so `p` is not null.
+            map: unsafe { NonNull::new_unchecked(p.cast()) },
+            len,
+            guard,
+        })
+    }
+
+    /// Usable bytes above the guard.
+    pub(crate) fn usable(&self) -> usize {
+        self.len - self.guard
+    }
+
+    /// The guard's address range `[lo, hi)`.
+    pub(crate) fn guard_range(&self) -> (usize, usize) {
+        let lo = self.map.as_ptr() as usize;
+        (lo, lo + self.guard)
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping is ours and no coroutine runs on it any more (a coroutine
+        // owns its stack until it completes and hands it back with into_stack).
+        unsafe { libc::munmap(self.map.as_ptr().cast(), self.len) };
+    }
+}
+
+// SAFETY: [limit, base) is mapped read-write and at least MIN_STACK_SIZE long (checked
+// by usable_size), with guard pages directly below `limit`, as corosensei requires.
+unsafe impl corosensei::stack::Stack for Stack {
+    fn base(&self) -> StackPointer {
+        let top = self.map.as_ptr() as usize + self.len;
+        StackPointer::new(top).expect("stack top is not null")
+    }
+
+    fn limit(&self) -> StackPointer {
+        StackPointer::new(self.map.as_ptr() as usize + self.guard).expect("stack limit is not null")
+    }
+}
+
+/// The error for a failed stack allocation, naming `vm.max_map_count` when the cause is
+/// likely to be the per-process mapping limit.
+fn alloc_error(usable: usize, err: io::Error) -> io::Error {
+    let mut msg = format!(
+        "cannot allocate a {} KiB coroutine stack: {err}",
+        usable / 1024
+    );
+    if err.raw_os_error() == Some(libc::ENOMEM) {
+        let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "?".into());
+        msg.push_str(&format!(
+            "; the process may have reached vm.max_map_count ({limit} mappings){}",
+            if guard_kind() == GuardKind::Mprotect {
+                ": each coroutine stack with an mprotect guard costs two"
+            } else {
+                ""
+            }
+        ));
+    }
+    io::Error::new(err.kind(), msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_checked_and_rounded() {
+        assert!(usable_size(0).is_err());
+        assert!(usable_size(MIN_STACK_SIZE - 1).is_err());
+        assert!(usable_size(MAX_STACK_SIZE + 1).is_err());
+        let s = usable_size(MIN_STACK_SIZE + 1).unwrap();
+        assert_eq!(s % page_size(), 0);
+        assert!(s > MIN_STACK_SIZE);
+    }
+
+    #[test]
+    fn stack_is_writable_and_guarded_below() {
+        let s = Stack::new(usable_size(64 * 1024).unwrap()).unwrap();
+        let (lo, hi) = s.guard_range();
+        assert_eq!(hi - lo, GUARD_PAGES * page_size());
+        use corosensei::stack::Stack as _;
+        let limit = s.limit().get();
+        let base = s.base().get();
+        assert_eq!(limit, hi);
+        assert_eq!(base - limit, s.usable());
+        // Touch the first and last usable bytes.
+        // SAFETY: both addresses are inside the read-write part of the mapping.
+        unsafe {
+            *(limit as *mut u8) = 1;
+            *((base - 1) as *mut u8) = 2;
+        }
+        // mincore says the guard pages are not resident (and must never become so).
+        let mut vec = vec![0u8; GUARD_PAGES];
+        // SAFETY: the range is inside our mapping; vec has one byte per page.
+        let rc = unsafe { libc::mincore(lo as *mut _, hi - lo, vec.as_mut_ptr()) };
+        assert_eq!(rc, 0);
+        assert!(vec.iter().all(|b| b & 1 == 0));
+    }
+}

@@ -1,0 +1,221 @@
+//! Stack overflow detection: a SIGSEGV/SIGBUS handler that recognises a hit in the
+//! guard page of the coroutine running on the faulting thread.
+//!
+//! Before every resume, the M publishes the coroutine's [`GuardInfo`] in a thread-local
+//! slot ([`set_running`]); the handler, running on the M's alternate signal stack
+//! (every M makes sure it has one, [`ensure_altstack`]), compares the fault address
+//! with that guard range. A hit prints
+//! `coroutine <id> ('<name>') overflowed its <N> KiB stack` with `write(2)` and aborts:
+//! never a silent segfault, never a jump back into a broken stack. Any other fault goes
+//! to the handler that was installed before ours (std's, which reports overflows of its
+//! own thread stacks), or to the default action. The handler uses only async-signal-safe
+//! calls: `write`, `sigaction`, `abort`.
+
+use std::cell::Cell;
+use std::mem::MaybeUninit;
+use std::ptr;
+use std::sync::OnceLock;
+
+/// What the overflow handler needs to know about a running coroutine. Immutable for
+/// the coroutine's life; lives inside its G.
+pub(crate) struct GuardInfo {
+    pub(crate) guard_lo: usize,
+    pub(crate) guard_hi: usize,
+    pub(crate) usable: usize,
+    pub(crate) id: u64,
+    pub(crate) name: Option<String>,
+}
+
+thread_local! {
+    /// The guard of the coroutine running on this thread, or null. Const-initialised
+    /// and without a destructor, so reading it from a signal handler is a plain load.
+    static RUNNING: Cell<*const GuardInfo> = const { Cell::new(ptr::null()) };
+}
+
+/// Publishes the guard of the coroutine about to run on this thread (null: none).
+#[inline]
+pub(crate) fn set_running(info: *const GuardInfo) {
+    RUNNING.with(|r| r.set(info));
+}
+
+struct Previous {
+    segv: libc::sigaction,
+    bus: libc::sigaction,
+}
+
+// SAFETY: plain old data (function pointers and flags), written once before the
+// handler is installed and only read afterwards.
+unsafe impl Sync for Previous {}
+// SAFETY: as above.
+unsafe impl Send for Previous {}
+
+static PREVIOUS: OnceLock<Previous> = OnceLock::new();
+
+/// Installs the handler for SIGSEGV and SIGBUS, once per process.
+pub(crate) fn install() {
+    PREVIOUS.get_or_init(|| {
+        // SAFETY: sigaction with a zeroed struct and a handler of the right signature;
+        // the previous actions are saved before ours can run (get_or_init publishes
+        // them before returning, and the handler reads them only after a fault).
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = handler as *const () as usize;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut act.sa_mask);
+            let mut segv = MaybeUninit::<libc::sigaction>::zeroed();
+            let mut bus = MaybeUninit::<libc::sigaction>::zeroed();
+            libc::sigaction(libc::SIGSEGV, ptr::null(), segv.as_mut_ptr());
+            libc::sigaction(libc::SIGBUS, ptr::null(), bus.as_mut_ptr());
+            let prev = Previous {
+                segv: segv.assume_init(),
+                bus: bus.assume_init(),
+            };
+            libc::sigaction(libc::SIGSEGV, &act, ptr::null_mut());
+            libc::sigaction(libc::SIGBUS, &act, ptr::null_mut());
+            prev
+        }
+    });
+}
+
+/// Gives this thread an alternate signal stack if it has none (std gives its own
+/// threads one only when its handler is installed). The stack is leaked: Ms never exit.
+pub(crate) fn ensure_altstack() {
+    // SAFETY: querying the current alternate stack into a zeroed struct.
+    let mut old: libc::stack_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `old` is a valid out-pointer.
+    if unsafe { libc::sigaltstack(ptr::null(), &mut old) } != 0
+        || old.ss_flags & libc::SS_DISABLE == 0
+    {
+        return;
+    }
+    let page = super::page_size();
+    let size = 64 * 1024;
+    // SAFETY: a fresh anonymous mapping: one guard page below the signal stack.
+    let p = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            size + page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return;
+    }
+    // SAFETY: protecting the first page of our own mapping; then registering the rest
+    // as this thread's signal stack, which stays mapped for the life of the process.
+    unsafe {
+        libc::mprotect(p, page, libc::PROT_NONE);
+        let ss = libc::stack_t {
+            ss_sp: p.cast::<u8>().add(page).cast(),
+            ss_flags: 0,
+            ss_size: size,
+        };
+        libc::sigaltstack(&ss, ptr::null_mut());
+    }
+}
+
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+    let addr = unsafe { (*info).si_addr() } as usize;
+    let running = RUNNING.with(|r| r.get());
+    if !running.is_null() {
+        // SAFETY: the M publishes a pointer to the running G's GuardInfo, and the G is
+        // kept alive by its M while it runs.
+        let g = unsafe { &*running };
+        if addr >= g.guard_lo && addr < g.guard_hi {
+            report(g);
+            // SAFETY: abort is async-signal-safe.
+            unsafe { libc::abort() };
+        }
+    }
+    chain(sig, info, ctx);
+}
+
+/// Writes the overflow message without allocating.
+fn report(g: &GuardInfo) {
+    let mut buf = [0u8; 384];
+    let mut n = 0;
+    let mut put = |bytes: &[u8]| {
+        let k = bytes.len().min(buf.len() - n);
+        buf[n..n + k].copy_from_slice(&bytes[..k]);
+        n += k;
+    };
+    let mut digits = [0u8; 20];
+    put(b"coroutine ");
+    put(fmt_u64(g.id, &mut digits));
+    put(b" ('");
+    match &g.name {
+        Some(name) => put(&name.as_bytes()[..name.len().min(200)]),
+        None => put(b"<unnamed>"),
+    }
+    put(b"') overflowed its ");
+    put(fmt_u64((g.usable / 1024) as u64, &mut digits));
+    put(b" KiB stack\n");
+    // SAFETY: write(2) on stderr from a buffer we own; async-signal-safe.
+    unsafe { libc::write(2, buf.as_ptr().cast(), n) };
+}
+
+fn fmt_u64(mut v: u64, out: &mut [u8; 20]) -> &[u8] {
+    let mut i = out.len();
+    loop {
+        i -= 1;
+        out[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    &out[i..]
+}
+
+/// Passes a fault that is not ours to the previous handler, or restores the default
+/// action so that the faulting instruction, re-executed on return, kills the process as
+/// it would have without us.
+fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let Some(prev) = PREVIOUS.get() else {
+        reset_default(sig);
+        return;
+    };
+    let act = if sig == libc::SIGBUS {
+        &prev.bus
+    } else {
+        &prev.segv
+    };
+    let h = act.sa_sigaction;
+    if h == libc::SIG_DFL || h == libc::SIG_IGN {
+        reset_default(sig);
+    } else if act.sa_flags & libc::SA_SIGINFO != 0 {
+        // SAFETY: the previous handler was installed with SA_SIGINFO, so it has this
+        // signature.
+        let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+            unsafe { std::mem::transmute(h) };
+        f(sig, info, ctx);
+    } else {
+        // SAFETY: a plain sa_handler.
+        let f: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(h) };
+        f(sig);
+    }
+}
+
+fn reset_default(sig: libc::c_int) {
+    // SAFETY: installing SIG_DFL with a zeroed sigaction; async-signal-safe.
+    unsafe {
+        let mut dfl: libc::sigaction = std::mem::zeroed();
+        dfl.sa_sigaction = libc::SIG_DFL;
+        libc::sigaction(sig, &dfl, ptr::null_mut());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_numbers() {
+        let mut d = [0u8; 20];
+        assert_eq!(super::fmt_u64(0, &mut d), b"0");
+        assert_eq!(super::fmt_u64(256, &mut d), b"256");
+        assert_eq!(super::fmt_u64(u64::MAX, &mut d), b"18446744073709551615");
+    }
+}

@@ -1,0 +1,157 @@
+//! Stack recycling: a small cache per P, one global pool, and a watermark above which
+//! stacks go back to the OS.
+//!
+//! Only stacks of the runtime's default size are recycled; a coroutine spawned with
+//! its own `stack_size` gets a fresh mapping and unmaps it when it ends. A P takes from
+//! and returns to its own cache without any lock; when the cache overflows, half of it
+//! moves to the global pool, and when it is empty it refills half from there. The
+//! global pool keeps at most [`GLOBAL_POOL_MAX`] stacks; anything beyond is unmapped,
+//! so a burst of a million coroutines does not pin a million stacks after it ends.
+
+use std::cell::RefCell;
+use std::io;
+use std::sync::Mutex;
+
+use super::Stack;
+
+/// Stacks a P keeps for itself.
+pub(crate) const P_CACHE_MAX: usize = 32;
+/// Stacks the global pool keeps; more are unmapped (the watermark).
+pub(crate) const GLOBAL_POOL_MAX: usize = 512;
+
+/// A P's own stack cache. Owner-only: it lives in the P's local state, which only the
+/// M holding the P touches.
+#[derive(Default)]
+pub(crate) struct StackCache {
+    stacks: RefCell<Vec<Stack>>,
+}
+
+/// The runtime's stack source.
+pub(crate) struct StackPool {
+    /// Usable size of the default stack, in bytes.
+    default_usable: usize,
+    global: Mutex<Vec<Stack>>,
+}
+
+impl StackPool {
+    pub(crate) fn new(default_usable: usize) -> StackPool {
+        StackPool {
+            default_usable,
+            global: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub(crate) fn default_usable(&self) -> usize {
+        self.default_usable
+    }
+
+    /// A stack with `usable` bytes: recycled when it is the default size and one is
+    /// cached, freshly mapped otherwise.
+    pub(crate) fn get(&self, cache: Option<&StackCache>, usable: usize) -> io::Result<Stack> {
+        if usable == self.default_usable {
+            if let Some(cache) = cache {
+                let mut stacks = cache.stacks.borrow_mut();
+                if stacks.is_empty() {
+                    let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+                    let take = global.len().min(P_CACHE_MAX / 2);
+                    let at = global.len() - take;
+                    stacks.extend(global.drain(at..));
+                }
+                if let Some(s) = stacks.pop() {
+                    return Ok(s);
+                }
+            } else if let Some(s) = self.global.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+                return Ok(s);
+            }
+        }
+        Stack::new(usable)
+    }
+
+    /// Gives back the stack of a finished coroutine.
+    pub(crate) fn put(&self, cache: Option<&StackCache>, stack: Stack) {
+        if stack.usable() != self.default_usable {
+            return; // dropped: unmapped
+        }
+        match cache {
+            Some(cache) => {
+                let spill = {
+                    let mut stacks = cache.stacks.borrow_mut();
+                    stacks.push(stack);
+                    if stacks.len() > P_CACHE_MAX {
+                        let at = stacks.len() - P_CACHE_MAX / 2;
+                        stacks.split_off(at)
+                    } else {
+                        Vec::new()
+                    }
+                };
+                if !spill.is_empty() {
+                    self.release(spill);
+                }
+            }
+            None => self.release(vec![stack]),
+        }
+    }
+
+    /// Moves a whole cache to the global pool (a P being retired).
+    pub(crate) fn flush(&self, cache: &StackCache) {
+        let all = std::mem::take(&mut *cache.stacks.borrow_mut());
+        self.release(all);
+    }
+
+    /// Adds stacks to the global pool up to the watermark; unmaps the rest outside the
+    /// lock.
+    fn release(&self, mut stacks: Vec<Stack>) {
+        {
+            let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+            let room = GLOBAL_POOL_MAX.saturating_sub(global.len());
+            let keep = stacks.len().min(room);
+            let at = stacks.len() - keep;
+            global.extend(stacks.drain(at..));
+        }
+        drop(stacks);
+    }
+
+    #[cfg(test)]
+    fn global_len(&self) -> usize {
+        self.global.lock().unwrap().len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::usable_size;
+
+    #[test]
+    fn recycles_default_size_and_respects_watermark() {
+        let size = usable_size(32 * 1024).unwrap();
+        let pool = StackPool::new(size);
+        let cache = StackCache::default();
+        let mut live: Vec<Stack> = (0..GLOBAL_POOL_MAX + 2 * P_CACHE_MAX)
+            .map(|_| pool.get(Some(&cache), size).unwrap())
+            .collect();
+        for s in live.drain(..) {
+            pool.put(Some(&cache), s);
+        }
+        assert!(cache.stacks.borrow().len() <= P_CACHE_MAX);
+        assert_eq!(pool.global_len(), GLOBAL_POOL_MAX);
+        // A cached stack comes back: same address.
+        let top = {
+            use corosensei::stack::Stack as _;
+            let s = pool.get(Some(&cache), size).unwrap();
+            let t = s.base().get();
+            pool.put(Some(&cache), s);
+            t
+        };
+        use corosensei::stack::Stack as _;
+        assert_eq!(pool.get(Some(&cache), size).unwrap().base().get(), top);
+        // Other sizes are never pooled.
+        let other = pool.get(Some(&cache), size * 2).unwrap();
+        let before = cache.stacks.borrow().len();
+        pool.put(Some(&cache), other);
+        assert_eq!(cache.stacks.borrow().len(), before);
+        pool.flush(&cache);
+        assert!(cache.stacks.borrow().is_empty());
+        assert_eq!(pool.global_len(), GLOBAL_POOL_MAX);
+    }
+}

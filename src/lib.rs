@@ -1,0 +1,36 @@
+//! goro: Go-style M:N green threads for Rust.
+//!
+//! Stackful coroutines ("goroutines") multiplexed over OS threads by a G/M/P scheduler
+//! built the way Go's runtime is built. Write `go!(move || ...)`, block as if on
+//! threads, pay coroutine prices.
+//!
+//! ```
+//! let h = goro::go!(move || 6 * 7);
+//! assert_eq!(h.join().unwrap(), 42);
+//! ```
+//!
+//! This crate is the facade: the [`go!`] macro and re-exports. The runtime lives in
+//! `goro-runtime`; see `docs/` for the guide, the architecture and the caveats.
+
+mod macros;
+
+/// The README's examples, compiled and run as doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+pub use goro_runtime::{
+    current_id, maxprocs, num_goroutines, set_maxprocs, spawn, yield_now, Builder, JoinHandle,
+    DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+};
+
+/// Parking and unparking coroutines and threads: the primitive every blocking
+/// operation in goro is built on.
+pub mod park {
+    pub use goro_runtime::park::{park, park_commit, prepare, Unparker, WaitReason};
+}
+
+/// Introspection.
+pub mod debug {
+    pub use goro_runtime::debug::{stack_guard_kind, GuardKind};
+}

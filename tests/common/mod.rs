@@ -1,0 +1,132 @@
+//! Helpers shared by the integration tests.
+//!
+//! - [`with_timeout`]: every risky wait runs under a watchdog that panics, so a failing
+//!   test fails instead of hanging.
+//! - [`rerun_under_maxprocs`]: the scheduler tests run once in the normal `cargo test`
+//!   process (default `GORO_MAXPROCS`) and again in child processes with
+//!   `GORO_MAXPROCS=1` and `GORO_MAXPROCS=2`, as the project's rules ask.
+//! - [`Baton`]: a turn-passing handshake on the raw park API, for ping-pong tests.
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use goro::park::{self, Unparker, WaitReason};
+
+/// Set in the children started by [`rerun_under_maxprocs`].
+pub const NESTED_ENV: &str = "GORO_TEST_NESTED";
+
+/// Whether this process is one of the re-runs.
+pub fn nested() -> bool {
+    std::env::var_os(NESTED_ENV).is_some()
+}
+
+/// Runs `f` on a fresh thread and panics if it has not finished within `limit`
+/// (the stuck thread is left behind; the test fails either way). Panics in `f` are
+/// re-raised here.
+pub fn with_timeout<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let h = std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) => match h.join().unwrap() {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        },
+        Err(_) => panic!("timed out after {limit:?} (hang?)"),
+    }
+}
+
+/// Re-runs every other test of this test binary in two child processes, with
+/// `GORO_MAXPROCS=1` and `GORO_MAXPROCS=2`, and fails if either fails. `skip` names
+/// tests not to re-run (heavy tests that do not depend on the number of Ps, and the
+/// calling test itself). Does nothing inside a re-run.
+pub fn rerun_under_maxprocs(this_test: &str, skip: &[&str]) {
+    if nested() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    for procs in ["1", "2"] {
+        let mut cmd = Command::new(&exe);
+        cmd.env(NESTED_ENV, "1")
+            .env("GORO_MAXPROCS", procs)
+            .env("RUST_BACKTRACE", "0")
+            .arg("--skip")
+            .arg(this_test)
+            .arg("--test-threads=2");
+        for s in skip {
+            cmd.arg("--skip").arg(s);
+        }
+        let out = with_timeout(Duration::from_secs(300), move || {
+            cmd.output().expect("spawn test child")
+        });
+        assert!(
+            out.status.success(),
+            "tests failed under GORO_MAXPROCS={procs}:\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Two parties taking turns, woken through the park API. Works for any mix of
+/// coroutines and plain threads.
+pub struct Baton {
+    turn: AtomicUsize,
+    waiters: [Mutex<Option<Unparker>>; 2],
+}
+
+impl Default for Baton {
+    fn default() -> Self {
+        Baton {
+            turn: AtomicUsize::new(0),
+            waiters: [Mutex::new(None), Mutex::new(None)],
+        }
+    }
+}
+
+impl Baton {
+    /// Blocks party `me` until it holds the baton.
+    pub fn wait_turn(&self, me: usize) {
+        loop {
+            if self.turn.load(Ordering::Acquire) == me {
+                return;
+            }
+            let u = park::prepare();
+            *self.waiters[me].lock().unwrap() = Some(u);
+            // Re-check after publishing: the passer stores the turn before it looks
+            // for our unparker, and the mutex orders the two.
+            if self.turn.load(Ordering::Acquire) == me {
+                return;
+            }
+            park::park(WaitReason::Park);
+        }
+    }
+
+    /// Hands the baton to the other party.
+    pub fn pass(&self, me: usize) {
+        let other = 1 - me;
+        self.turn.store(other, Ordering::Release);
+        let u = self.waiters[other].lock().unwrap().take();
+        if let Some(u) = u {
+            u.unpark();
+        }
+    }
+}
+
+/// Spins (burning CPU, no yielding) for `d`.
+pub fn busy(d: Duration) {
+    let until = std::time::Instant::now() + d;
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
+}
