@@ -1,11 +1,12 @@
 //! A tour of what goro does today, with timings: spawning, joining, yielding, parking
-//! and waking across coroutines and threads, panics, and the stack guard in use.
+//! and waking across coroutines and threads, sleeping and timers, panics, and the stack
+//! guard in use.
 //!
 //! `cargo run --release --example demo`
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use goro::park::{self, Unparker, WaitReason};
 
@@ -76,7 +77,29 @@ fn main() {
     let s: i32 = hs.into_iter().map(|h| h.join().unwrap()).sum();
     println!("woken from main and joined in {:?} (sum {s})", t.elapsed());
 
-    // 5. A panic is delivered to join; the runtime keeps going.
+    // 5. Timers: ten thousand coroutines sleep 1..100 ms; a Timer fires a function.
+    let t = Instant::now();
+    let hs: Vec<_> = (0..10_000u64)
+        .map(|i| {
+            goro::go!(move || goro::time::sleep(Duration::from_micros(1000 + i * 9973 % 99_000)))
+        })
+        .collect();
+    hs.into_iter().for_each(|h| h.join().unwrap());
+    println!(
+        "10 000 coroutines slept 1..100 ms each, all done after {:?}",
+        t.elapsed()
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(5);
+    let _timer = goro::time::Timer::after_func(Duration::from_millis(5), move || {
+        let _ = tx.send(Instant::now().saturating_duration_since(deadline));
+    });
+    println!(
+        "Timer::after_func(5 ms) ran its function {:?} late",
+        rx.recv().unwrap()
+    );
+
+    // 6. A panic is delivered to join; the runtime keeps going.
     std::panic::set_hook(Box::new(|_| {}));
     let r = goro::go!(|| panic!("boom")).join();
     let _ = std::panic::take_hook();

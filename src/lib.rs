@@ -27,7 +27,15 @@ pub use goro_runtime::{
 /// Parking and unparking coroutines and threads: the primitive every blocking
 /// operation in goro is built on.
 pub mod park {
-    pub use goro_runtime::park::{park, park_commit, prepare, Unparker, WaitReason};
+    pub use goro_runtime::park::{
+        park, park_commit, park_commit_timeout, park_timeout, prepare, Unparker, WaitReason,
+    };
+}
+
+/// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until) and
+/// [`Timer`](time::Timer) (Go's `time.AfterFunc`).
+pub mod time {
+    pub use goro_runtime::time::{sleep, sleep_until, Timer};
 }
 
 /// Introspection.

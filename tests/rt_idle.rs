@@ -42,3 +42,19 @@ fn idle_runtime_uses_no_cpu() {
         drop(parked); // leaked on purpose: nobody will wake it
     });
 }
+
+#[test]
+fn idle_runtime_with_a_pending_timer_uses_no_cpu() {
+    with_timeout(Duration::from_secs(30), || {
+        let sleeper = goro::go!(|| goro::time::sleep(Duration::from_millis(500)));
+        std::thread::sleep(Duration::from_millis(100));
+        let before = process_cpu();
+        std::thread::sleep(Duration::from_millis(200));
+        let used = process_cpu() - before;
+        assert!(
+            used < Duration::from_millis(10),
+            "waiting for a timer used {used:?} of CPU in 200 ms"
+        );
+        sleeper.join().unwrap();
+    });
+}

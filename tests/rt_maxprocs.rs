@@ -81,6 +81,32 @@ fn set_maxprocs_changes_parallelism() {
         hs.into_iter().for_each(|h| h.join().unwrap());
         assert_eq!(done.load(Ordering::SeqCst), 1000);
 
+        // Timers set on a P that is then retired still fire (they move to P 0).
+        goro::set_maxprocs(2);
+        let fired = Arc::new(AtomicUsize::new(0));
+        let timers: Vec<_> = (0..100)
+            .map(|_| {
+                let fired = fired.clone();
+                goro::go!(move || {
+                    goro::time::Timer::after_func(Duration::from_millis(30), move || {
+                        fired.fetch_add(1, Ordering::SeqCst);
+                    })
+                })
+            })
+            .map(|h| h.join().unwrap())
+            .collect();
+        goro::set_maxprocs(1);
+        max_parallelism(2); // scheduling points: the second P retires
+        let t = std::time::Instant::now();
+        while fired.load(Ordering::SeqCst) < 100 {
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "timers of a retired P were lost"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(timers);
+
         // Out-of-range values are clamped.
         goro::set_maxprocs(usize::MAX);
         assert_eq!(goro::maxprocs(), goro::MAX_PROCS);

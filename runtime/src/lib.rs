@@ -18,10 +18,13 @@
 
 mod config;
 mod loom;
+mod netpoll;
 pub mod park;
 mod sched;
 mod spawn;
 mod stack;
+pub mod time;
+mod timers;
 
 pub use config::DEFAULT_STACK_SIZE;
 pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};

@@ -39,11 +39,14 @@
 //! (Go: `gopark`'s unlock function).
 
 use std::fmt;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::thread::{self, Thread};
+use std::time::Instant;
 
 use crate::loom::{AtomicU64, Ordering};
-use crate::sched::{self, g::GRef};
+use crate::sched::{self, g::GRef, timers as sched_timers};
+use crate::timers::{when_of_instant, TimerInner};
 
 const STATE_MASK: u64 = 0b11;
 /// The wait is prepared; its owner has not committed to sleeping yet.
@@ -131,6 +134,11 @@ impl WaitCell {
                 Ordering::Acquire,
             )
             .is_ok()
+    }
+
+    /// Owner only: the sequence number of the current wait.
+    pub fn seq(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) >> SEQ_SHIFT
     }
 
     /// Owner only: whether the current wait has been woken.
@@ -377,4 +385,57 @@ pub fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F) {
             }
         });
     }
+}
+
+/// Parks like [`park_commit`], but no later than `deadline`. Returns true if it was the
+/// deadline that woke the wait; false if an unparker did (or had, before the park).
+pub fn park_commit_timeout<F: FnOnce()>(reason: WaitReason, deadline: Instant, commit: F) -> bool {
+    let Some(g) = sched::current_g_arc() else {
+        return park_thread_timeout(deadline, commit);
+    };
+    // The deadline wakes the wait through its own unparker, and says so if it won.
+    let u = Unparker {
+        seq: g.wait.seq(),
+        target: Target::G(g),
+    };
+    let fired = Arc::new(AtomicBool::new(false));
+    let f2 = fired.clone();
+    let t = TimerInner::new(Box::new(move || {
+        if u.clone().unpark() {
+            f2.store(true, Ordering::Release);
+        }
+    }));
+    sched_timers::reset(&t, when_of_instant(deadline), 0);
+    park_commit(reason, commit);
+    // Woken by an unparker first: the timer may still be pending.
+    sched_timers::stop(&t);
+    fired.load(Ordering::Acquire)
+}
+
+/// [`park_commit_timeout`] without a commit action.
+pub fn park_timeout(reason: WaitReason, deadline: Instant) -> bool {
+    park_commit_timeout(reason, deadline, || {})
+}
+
+/// A plain thread's timed park: sleeps in `thread::park_timeout` until woken or the
+/// deadline, when it wakes its own wait (and so wins unless an unparker got there).
+fn park_thread_timeout<F: FnOnce()>(deadline: Instant, commit: F) -> bool {
+    commit();
+    THREAD_WAITER.with(|t| {
+        if !t.cell.try_park() {
+            return false;
+        }
+        let seq = t.cell.seq();
+        loop {
+            if t.cell.is_notified() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                // Race the unparkers for our own wait.
+                return t.cell.unpark(seq).woke();
+            }
+            thread::park_timeout(deadline - now);
+        }
+    })
 }

@@ -89,6 +89,7 @@ pub(crate) mod m;
 pub(crate) mod p;
 pub(crate) mod runq;
 mod schedule;
+pub(crate) mod timers;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -96,6 +97,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crossbeam_deque::Injector;
 
 use crate::config::Config;
+use crate::netpoll::Netpoll;
 use crate::stack::pool::StackPool;
 use g::GRef;
 use idle::{pidleput_locked, SchedLocked, Spinning};
@@ -169,6 +171,10 @@ pub(crate) struct Runtime {
     /// Coroutines spawned from plain threads (those spawned on a P are counted by the
     /// P, see `P::gcount`).
     pub(crate) nextern_spawned: AtomicI64,
+    /// The netpoller: where the last idle M sleeps until the earliest timer.
+    pub(crate) netpoll: Netpoll,
+    /// Round-robin cursor for timers set from plain threads.
+    pub(crate) timer_rr: AtomicUsize,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -199,6 +205,9 @@ fn init() -> &'static Runtime {
             next_goid: AtomicU64::new(1),
             nm: AtomicUsize::new(0),
             nextern_spawned: AtomicI64::new(0),
+            netpoll: Netpoll::new()
+                .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
+            timer_rr: AtomicUsize::new(0),
         };
         rt.resize_locked(&mut rt.sched.lock().unwrap(), cfg.maxprocs);
         rt

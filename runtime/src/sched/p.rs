@@ -9,6 +9,7 @@ use crossbeam_deque::{Stealer, Worker};
 use super::g::{GRef, G};
 use super::runq::RunNext;
 use crate::stack::pool::StackCache;
+use crate::timers::PTimers;
 
 /// What a P is doing. Read by thieves for the runnext back-off rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +35,8 @@ pub(crate) struct P {
     pub(crate) runnext: RunNext<G>,
     /// The stealing end of `local.runq`.
     pub(crate) stealer: Stealer<GRef>,
+    /// This P's timers (shared: other Ps steal due timers, anyone adds).
+    pub(crate) timers: PTimers,
     /// Coroutines spawned on this P minus coroutines that ended on it (may be
     /// negative). Written only by the holder (a load and a store, no RMW); summed by
     /// `num_goroutines`.
@@ -74,6 +77,7 @@ impl P {
             status: AtomicU8::new(PStatus::Dead as u8),
             runnext: RunNext::new(),
             stealer,
+            timers: PTimers::new(),
             gcount: AtomicI64::new(0),
             local: UnsafeCell::new(PLocal {
                 runq,

@@ -16,6 +16,7 @@ use super::idle::{pidleget_locked, pidleput_locked};
 use super::m::{current_g_ptr, current_m, newm, M};
 use super::p::{fastrand, HeldP, PStatus};
 use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
+use super::timers;
 use super::{
     fatal, rt, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX, SPIN_BUDGET_NS,
     SPIN_PASS_GAP_NS, STEAL_ROUNDS,
@@ -55,6 +56,7 @@ fn schedule_spinning(m: &'static M) -> (GRef, bool) {
     if p.id >= rt.procs() {
         return find_runnable(m);
     }
+    timers::check_timers(p);
     let tick = p.local().tick.get();
     if tick.is_multiple_of(GLOBAL_CHECK_TICKS) && !rt.injector.is_empty() {
         // Fairness: now and then the global queue goes before the local one.
@@ -81,6 +83,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         if p.id >= rt.procs() && retire_p(m) {
             continue;
         }
+        timers::check_timers(p);
         if let Some(r) = runq_get(p) {
             return r;
         }
@@ -92,7 +95,9 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 
         // Steal, if few enough Ms are at it already. While another P is busy, keep at
         // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a
-        // spinning M turns its wakeps into no-ops instead of futex wake-ups.
+        // spinning M turns its wakeps into no-ops instead of futex wake-ups. While a
+        // timer is due within the poller's early-wake margin, keep at it too: sleeping
+        // would wake late (see netpoll.rs, "waking early").
         if m.spinning.get() || rt.spinning.may_spin(rt.procs()) {
             if !m.spinning.get() {
                 m.spinning.set(true);
@@ -103,13 +108,14 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                 if let Some(g) = steal_work(p) {
                     return (g, false);
                 }
-                if !rt.spinning.others_busy(rt.procs())
-                    || spin_start.elapsed() >= Duration::from_nanos(SPIN_BUDGET_NS)
-                {
-                    break;
-                }
+                timers::check_timers(p);
                 if let Some(r) = runq_get(p) {
                     return r;
+                }
+                let busy_others = rt.spinning.others_busy(rt.procs())
+                    && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS);
+                if !busy_others && !timers::due_within(rt.netpoll.early_margin()) {
+                    break;
                 }
                 // Rest between passes without touching the busy Ps' cache lines: each
                 // read of a victim's queue costs the victim a cache-line transfer.
@@ -138,7 +144,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         // Leave spinning, then re-check every source of work (the spinning protocol).
         if m.spinning.replace(false) {
             rt.spinning.stop_spinning();
-            if work_available(rt) {
+            if work_available(rt) || timers::due_anywhere() {
                 let p = {
                     let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
                     pidleget_locked(&mut s, &rt.spinning)
@@ -152,6 +158,19 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             }
         }
 
+        // Sleep: in the netpoller until the earliest timer if there is one and no
+        // other M is there already, else on this M's own parker.
+        if rt.netpoll.block(timers::earliest) {
+            let p = {
+                let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+                pidleget_locked(&mut s, &rt.spinning)
+            };
+            match p {
+                Some(p) => m.acquirep(p),
+                None => m.stopm(),
+            }
+            continue;
+        }
         m.stopm();
     }
 }
@@ -198,6 +217,12 @@ fn globrunqget(p: HeldP) -> Option<GRef> {
 /// whose summary bit is set, `runnext` in the last round (Go: stealWork).
 fn steal_work(p: HeldP) -> Option<GRef> {
     let rt = rt();
+    // Due timers of other Ps first: their functions ready coroutines into our queue.
+    if timers::steal_timers(p) > 0 {
+        if let Some((g, _)) = runq_get(p) {
+            return Some(g);
+        }
+    }
     let n = rt.nprocs_created.load(Ordering::Acquire);
     for round in 0..STEAL_ROUNDS {
         let last = round == STEAL_ROUNDS - 1;
@@ -240,6 +265,7 @@ fn retire_p(m: &'static M) -> bool {
         rt.stacks.flush(&p.local().stacks);
         m.releasep().set_status(PStatus::Dead);
     }
+    timers::migrate(p.id, 0);
     if m.spinning.replace(false) {
         rt.spinning.stop_spinning();
     }

@@ -1,0 +1,181 @@
+//! Sleeping and timers.
+//!
+//! Timers live in per-P heaps and are run by the scheduler (see `timers.rs` and
+//! `sched/timers.rs`); the idle runtime sleeps in the netpoller until the earliest one,
+//! with nanosecond resolution. Deadlines follow Go's rules (`goro_timers::rules`): a
+//! deadline that would overflow is pinned to the end of time, never wrapped, so
+//! `sleep(Duration::MAX)` sleeps forever and disturbs nobody.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use goro_timers::when_after;
+
+use crate::park::{self, WaitReason};
+use crate::sched::{self, timers as sched_timers};
+use crate::timers::{nanotime, when_of_instant, TimerInner};
+
+/// Sleeps for `d`: parks the calling coroutine, or blocks the calling plain thread
+/// (`std::thread::sleep`). A zero duration returns at once; `Duration::MAX` sleeps
+/// forever (the coroutine stays parked, see docs/caveats.md).
+pub fn sleep(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    if sched::current_id().is_none() {
+        std::thread::sleep(d);
+        return;
+    }
+    sleep_when(when_after(nanotime(), d));
+}
+
+/// Sleeps until `deadline`; returns at once if it has passed.
+pub fn sleep_until(deadline: Instant) {
+    let now = Instant::now();
+    if deadline <= now {
+        return;
+    }
+    if sched::current_id().is_none() {
+        std::thread::sleep(deadline - now);
+        return;
+    }
+    sleep_when(when_of_instant(deadline));
+}
+
+fn sleep_when(when: i64) {
+    let u = park::prepare();
+    let t = TimerInner::new(Box::new(move || {
+        u.clone().unpark();
+    }));
+    sched_timers::reset(&t, when, 0);
+    // Only the timer holds this wait's unparker: waking means it fired.
+    park::park(WaitReason::Sleep);
+}
+
+/// A timer that runs a function on its own coroutine when it fires (Go's
+/// `time.AfterFunc`).
+///
+/// Dropping the `Timer` does not stop it. [`stop`](Timer::stop) and
+/// [`reset`](Timer::reset) follow Go: each reports whether the timer was pending.
+pub struct Timer {
+    raw: RawTimer,
+}
+
+impl Timer {
+    /// Calls `f` on a new coroutine once `d` has passed, and again each time the timer
+    /// is reset and fires. Firings never run `f` concurrently with itself: a firing
+    /// that finds the previous call still running waits for it.
+    pub fn after_func<F: FnMut() + Send + 'static>(d: Duration, f: F) -> Timer {
+        let f = Arc::new(Mutex::new(f));
+        let raw = RawTimer::new(move || {
+            let f = f.clone();
+            // A spawn failure (no memory for a stack) cannot be reported to anyone
+            // here; the timer's firing is lost, and the runtime says so.
+            let spawned = crate::Builder::new().name("timer").spawn(move || loop {
+                // Never block the M on the previous firing: yield until it is done.
+                if let Ok(mut f) = f.try_lock() {
+                    f();
+                    return;
+                }
+                crate::yield_now();
+            });
+            if let Err(e) = spawned {
+                eprintln!("goro: Timer::after_func: cannot start a coroutine for a firing: {e}");
+            }
+        });
+        raw.reset(d);
+        Timer { raw }
+    }
+
+    /// Stops the timer. Returns true if this call stopped a pending timer, false if it
+    /// had already fired or been stopped.
+    pub fn stop(&self) -> bool {
+        self.raw.stop()
+    }
+
+    /// Makes the timer fire after `d` from now (again, if it already fired). Returns
+    /// true if it was pending, false if it had fired or been stopped.
+    pub fn reset(&self, d: Duration) -> bool {
+        self.raw.reset(d)
+    }
+}
+
+impl fmt::Debug for Timer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timer").finish_non_exhaustive()
+    }
+}
+
+/// A runtime timer whose function runs on the scheduler's own stack when it fires.
+///
+/// The building block for timer-driven primitives (channel timers, timeouts). The
+/// function must be short and must not block or park: readying a coroutine
+/// (`Unparker::unpark`), spawning one, or a non-blocking channel send are fine. It runs
+/// with no lock held, on whichever P ran the timer.
+pub struct RawTimer {
+    inner: Arc<TimerInner>,
+}
+
+impl RawTimer {
+    /// A stopped timer that will call `f` each time it fires.
+    pub fn new(f: impl Fn() + Send + Sync + 'static) -> RawTimer {
+        RawTimer {
+            inner: TimerInner::new(Box::new(f)),
+        }
+    }
+
+    /// Fires once, `d` from now. Returns whether the timer was pending.
+    pub fn reset(&self, d: Duration) -> bool {
+        sched_timers::reset(&self.inner, when_after(nanotime(), d), 0)
+    }
+
+    /// Fires at `deadline` (at once if it has passed), then every `period` if one is
+    /// given. Returns whether the timer was pending.
+    ///
+    /// # Panics
+    ///
+    /// If `period` is `Some(Duration::ZERO)`: a periodic timer needs a positive period.
+    pub fn reset_at(&self, deadline: Instant, period: Option<Duration>) -> bool {
+        let period = match period {
+            None => 0,
+            Some(p) => {
+                assert!(!p.is_zero(), "timer period must be positive");
+                i64::try_from(p.as_nanos()).unwrap_or(i64::MAX)
+            }
+        };
+        sched_timers::reset(&self.inner, when_of_instant(deadline), period)
+    }
+
+    /// Fires at the raw runtime deadline `when` (nanoseconds on the runtime clock),
+    /// then every `period` ns if `period > 0`. Exposed for tests of the timer rules.
+    ///
+    /// # Panics
+    ///
+    /// If `when <= 0` or `period < 0` (Go's rules: "timer when must be positive",
+    /// "timer period must be non-negative").
+    #[doc(hidden)]
+    pub fn reset_raw(&self, when: i64, period: i64) -> bool {
+        sched_timers::reset(&self.inner, when, period)
+    }
+
+    /// Stops the timer. Returns true if this call stopped a pending timer.
+    pub fn stop(&self) -> bool {
+        sched_timers::stop(&self.inner)
+    }
+}
+
+impl fmt::Debug for RawTimer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawTimer")
+            .field("pending", &self.inner.lock_loc().is_some())
+            .finish()
+    }
+}
+
+/// The runtime clock now, in nanoseconds (always positive). For tests of the timer
+/// rules.
+#[doc(hidden)]
+pub fn runtime_nanotime() -> i64 {
+    nanotime()
+}
