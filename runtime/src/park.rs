@@ -39,7 +39,7 @@
 //! (Go: `gopark`'s unlock function).
 
 use std::fmt;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::Instant;
@@ -398,19 +398,36 @@ pub fn park_commit_timeout<F: FnOnce()>(reason: WaitReason, deadline: Instant, c
         seq: g.wait.seq(),
         target: Target::G(g),
     };
-    let fired = Arc::new(AtomicBool::new(false));
-    let f2 = fired.clone();
+    // The timer's verdict: it records whether its unpark won, *after* the unpark,
+    // by which time the coroutine may already run on another M.
+    let verdict = Arc::new(AtomicU8::new(VERDICT_PENDING));
+    let v2 = verdict.clone();
     let t = TimerInner::new(Box::new(move || {
-        if u.clone().unpark() {
-            f2.store(true, Ordering::Release);
-        }
+        let won = u.clone().unpark();
+        // Release: the coroutine's Acquire load below reads it.
+        v2.store(
+            if won { VERDICT_WON } else { VERDICT_LOST },
+            Ordering::Release,
+        );
     }));
     sched_timers::reset(&t, when_of_instant(deadline), 0);
     park_commit(reason, commit);
-    // Woken by an unparker first: the timer may still be pending.
-    sched_timers::stop(&t);
-    fired.load(Ordering::Acquire)
+    if sched_timers::stop(&t) {
+        return false; // the deadline never fired: an unparker woke us
+    }
+    // stop found the timer claimed by a firing, which runs its function (the firing
+    // rule): wait for the verdict, which is at most a few instructions away.
+    loop {
+        match verdict.load(Ordering::Acquire) {
+            VERDICT_PENDING => std::hint::spin_loop(),
+            v => return v == VERDICT_WON,
+        }
+    }
 }
+
+const VERDICT_PENDING: u8 = 0;
+const VERDICT_WON: u8 = 1;
+const VERDICT_LOST: u8 = 2;
 
 /// [`park_commit_timeout`] without a commit action.
 pub fn park_timeout(reason: WaitReason, deadline: Instant) -> bool {

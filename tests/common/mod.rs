@@ -130,3 +130,20 @@ pub fn busy(d: Duration) {
         std::hint::spin_loop();
     }
 }
+
+/// CPU time the hypervisor has stolen from this machine so far, all CPUs together
+/// (the `steal` column of /proc/stat). Wall-clock bounds in tests add the steal that
+/// happened while they ran: on a shared VM a vCPU can be stopped for tens of
+/// milliseconds, and no scheduler can run what is not running.
+pub fn steal_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = stat
+        .lines()
+        .find(|l| l.starts_with("cpu "))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / hz)
+}

@@ -58,6 +58,11 @@ fn schedule_spinning(m: &'static M) -> (GRef, bool) {
     }
     timers::check_timers(p);
     let tick = p.local().tick.get();
+    if tick.is_multiple_of(GLOBAL_CHECK_TICKS) {
+        // Now and then run other Ps' due timers too: a P stuck in a long coroutine
+        // holds its timers until an idle P steals them, and there may be none.
+        timers::steal_timers(p);
+    }
     if tick.is_multiple_of(GLOBAL_CHECK_TICKS) && !rt.injector.is_empty() {
         // Fairness: now and then the global queue goes before the local one.
         loop {
