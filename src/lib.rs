@@ -32,6 +32,15 @@ pub mod park {
     };
 }
 
+/// Locks and other synchronisation for coroutines and threads alike: a coroutine that
+/// waits parks (its M runs other coroutines), a thread that waits blocks.
+pub mod sync {
+    pub use goro_sync::{
+        Cond, Mutex, MutexGuard, Once, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
+        WaitGroup,
+    };
+}
+
 /// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until) and
 /// [`Timer`](time::Timer) (Go's `time.AfterFunc`).
 pub mod time {

@@ -23,6 +23,7 @@ pub mod park;
 mod sched;
 mod spawn;
 mod stack;
+pub mod sync_support;
 pub mod time;
 mod timers;
 

@@ -1,11 +1,43 @@
 //! goro-sync: synchronisation for goro coroutines and threads alike.
 //!
-//! This crate will hold the semaphore hash table and the primitives built on it —
-//! `Mutex`, `RwLock`, `WaitGroup`, `Once`, `Cond`, `Semaphore` — and the channels with
-//! `select!` (the sync and channels issues). Everything here blocks through
-//! `goro_runtime::park` only, never through scheduler internals, which is what makes it
-//! work from coroutines and plain threads in any mix.
+//! Everything here blocks through `goro_runtime::park` only, never through scheduler
+//! internals, which is why it works from coroutines and plain threads in any mix: a
+//! coroutine that waits parks and lets its M run others; a thread that waits blocks.
 //!
-//! Until those land, the crate only re-exports the park API it will be built on.
+//! - [`sema`]: the semaphore table every lock here waits in (Go's runtime/sema.go):
+//!   251 roots, a wait-free release when nobody waits, hand-off for starving mutexes.
+//! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
+//!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
+//!   notify list), [`Semaphore`].
+//! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
-pub use goro_runtime::park;
+pub mod backoff;
+mod lock;
+mod loom;
+pub mod sema;
+
+#[cfg(not(loom))]
+mod cond;
+#[cfg(not(loom))]
+mod mutex;
+#[cfg(not(loom))]
+mod once;
+#[cfg(not(loom))]
+mod rwlock;
+#[cfg(not(loom))]
+mod semaphore;
+#[cfg(not(loom))]
+mod waitgroup;
+
+#[cfg(not(loom))]
+pub use cond::Cond;
+#[cfg(not(loom))]
+pub use mutex::{Mutex, MutexGuard, STARVATION_THRESHOLD_NS};
+#[cfg(not(loom))]
+pub use once::Once;
+#[cfg(not(loom))]
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, MAX_READERS};
+#[cfg(not(loom))]
+pub use semaphore::Semaphore;
+#[cfg(not(loom))]
+pub use waitgroup::WaitGroup;

@@ -301,6 +301,19 @@ pub fn current_id() -> Option<u64> {
     }
 }
 
+/// The spinning half of `sync_support::can_spin`: another P must be running (not all
+/// idle or spinning) and the caller's own queue empty (a plain thread has none).
+pub(crate) fn can_spin_now() -> bool {
+    let rt = rt();
+    if rt.procs() <= rt.spinning.npidle() + rt.spinning.nmspinning() + 1 {
+        return false;
+    }
+    match m::current_m().and_then(|m| m.p()) {
+        Some(p) => runq::runq_empty(&p),
+        None => true,
+    }
+}
+
 /// The running G as a new strong reference, or `None` on a plain thread.
 pub(crate) fn current_g_arc() -> Option<GRef> {
     let g = m::current_g_ptr();

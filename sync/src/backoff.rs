@@ -1,0 +1,93 @@
+//! Randomised, bounded back-off for contended CAS loops and the sema roots' locks.
+//!
+//! When several cores see a lock free at the same moment and all retry in lock step,
+//! they keep colliding on its cache line. FreeBSD's locking primitives (2016, see
+//! shared/references/freebsd-randomized-lock-backoff.txt) instead wait a random number
+//! of pause instructions, up to a bound that doubles with each failure: the retries
+//! spread out and one of them wins. goro does the same, and after enough failures
+//! yields the OS thread (the lock holder may have been descheduled).
+//!
+//! The back-off can be switched off ([`set_randomized`]) so that its effect is
+//! measurable: the `Sema*`/`Mutex*` benchmarks run both ways.
+
+use crate::loom::spin_hint;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The first bound, in pause instructions.
+const MIN_SPINS: u32 = 4;
+/// The largest bound.
+const MAX_SPINS: u32 = 1024;
+/// Failed rounds after which each round also yields the OS thread.
+const YIELD_AFTER: u32 = 10;
+
+static RANDOMIZED: AtomicBool = AtomicBool::new(true);
+
+/// Turns the randomised back-off on (the default) or off (retry after a single pause,
+/// in lock step). For benchmarks.
+pub fn set_randomized(on: bool) {
+    RANDOMIZED.store(on, Ordering::Relaxed);
+}
+
+/// Whether the randomised back-off is on.
+pub fn randomized() -> bool {
+    RANDOMIZED.load(Ordering::Relaxed)
+}
+
+/// The state of one contended loop.
+pub(crate) struct Backoff {
+    bound: u32,
+    rounds: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new() -> Backoff {
+        Backoff {
+            bound: MIN_SPINS,
+            rounds: 0,
+        }
+    }
+
+    /// Waits before the next attempt.
+    pub(crate) fn spin(&mut self) {
+        self.rounds += 1;
+        if cfg!(loom) {
+            spin_hint();
+            return;
+        }
+        if RANDOMIZED.load(Ordering::Relaxed) {
+            let n = rand() % self.bound + 1;
+            for _ in 0..n {
+                spin_hint();
+            }
+            self.bound = (self.bound * 2).min(MAX_SPINS);
+        } else {
+            spin_hint();
+        }
+        if self.rounds > YIELD_AFTER {
+            std::thread::yield_now();
+        }
+    }
+}
+
+thread_local! {
+    static RNG: Cell<u32> = const { Cell::new(0) };
+}
+
+/// A xorshift32 step on a per-thread state. `#[inline(never)]`: called from
+/// coroutines, which may migrate between threads (see goro-runtime's caveats).
+#[inline(never)]
+fn rand() -> u32 {
+    RNG.with(|r| {
+        let mut x = r.get();
+        if x == 0 {
+            // Seed from the state's address, distinct per thread.
+            x = (r as *const Cell<u32> as usize as u32) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        r.set(x);
+        x
+    })
+}

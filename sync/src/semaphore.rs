@@ -1,0 +1,73 @@
+//! [`Semaphore`]: a counting semaphore on the sema table.
+
+use std::fmt;
+
+use goro_runtime::park::WaitReason;
+
+use crate::loom::{AtomicU32, Ordering};
+use crate::sema;
+
+/// A counting semaphore: `acquire` takes a permit, waiting (parking a coroutine,
+/// blocking a thread) until one is available; `release` gives permits back.
+pub struct Semaphore {
+    permits: AtomicU32,
+}
+
+impl Semaphore {
+    /// A semaphore with `permits` permits.
+    ///
+    /// # Panics
+    ///
+    /// If `permits` does not fit in 32 bits.
+    pub fn new(permits: usize) -> Semaphore {
+        let p = u32::try_from(permits).unwrap_or_else(|_| {
+            panic!(
+                "Semaphore::new: {permits} permits is more than the {} a semaphore can count",
+                u32::MAX
+            )
+        });
+        Semaphore {
+            permits: AtomicU32::new(p),
+        }
+    }
+
+    /// Takes a permit, waiting until one is available. Waiters are served FIFO.
+    pub fn acquire(&self) {
+        sema::acquire(&self.permits, false, WaitReason::Sema);
+    }
+
+    /// Takes a permit if one is available now.
+    pub fn try_acquire(&self) -> bool {
+        sema::can_acquire(&self.permits)
+    }
+
+    /// Gives back `n` permits, waking up to `n` waiters.
+    ///
+    /// # Panics
+    ///
+    /// If the count would overflow 32 bits (more permits released than can be counted).
+    pub fn release(&self, n: usize) {
+        let now = self.permits.load(Ordering::Relaxed) as u64;
+        if now + n as u64 > u32::MAX as u64 {
+            panic!(
+                "Semaphore::release: {n} more permits would overflow the count ({now} available)"
+            );
+        }
+        for _ in 0..n {
+            sema::release(&self.permits, false);
+        }
+    }
+
+    /// Permits available now.
+    pub fn available_permits(&self) -> usize {
+        self.permits.load(Ordering::Relaxed) as usize
+    }
+}
+
+impl fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("available", &self.available_permits())
+            .finish()
+    }
+}

@@ -1,0 +1,187 @@
+//! [`WaitGroup`]: Go's `sync.WaitGroup`: wait for a collection of coroutines (or
+//! threads) to finish.
+//!
+//! The counter and the number of waiters share one 64-bit word (counter in the high
+//! half, waiters in the low half), so that `add` can see, in one atomic step, both that
+//! the counter reached zero and how many waiters to release. The misuse checks are
+//! Go's: a negative counter, and a group reused (`add` with a positive delta) while the
+//! waiters of its previous round are still being released.
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use goro_runtime::park::WaitReason;
+
+use crate::loom::{AtomicU32, Ordering};
+use crate::sema;
+
+struct Inner {
+    /// counter << 32 | waiters.
+    state: AtomicU64,
+    sema: AtomicU32,
+}
+
+/// Waits for a collection of tasks to finish. `Clone` shares the group (like passing a
+/// `*sync.WaitGroup` in Go).
+#[derive(Clone)]
+pub struct WaitGroup {
+    inner: Arc<Inner>,
+}
+
+impl Default for WaitGroup {
+    fn default() -> Self {
+        WaitGroup::new()
+    }
+}
+
+impl WaitGroup {
+    /// A group with a zero counter.
+    pub fn new() -> WaitGroup {
+        WaitGroup {
+            inner: Arc::new(Inner {
+                state: AtomicU64::new(0),
+                sema: AtomicU32::new(0),
+            }),
+        }
+    }
+
+    /// Adds `delta` (which may be negative) to the counter; at zero, releases every
+    /// waiter.
+    ///
+    /// # Panics
+    ///
+    /// If the counter goes negative ("negative WaitGroup counter"), or on reuse too
+    /// early: a positive `add` while the previous round's waiters are being released.
+    pub fn add(&self, delta: i64) {
+        let d = i32::try_from(delta)
+            .unwrap_or_else(|_| panic!("WaitGroup::add: delta {delta} does not fit in 32 bits"));
+        let inner = &*self.inner;
+        // AcqRel: Release publishes the task's work to the waiters woken below (or to
+        // a later wait that sees zero); Acquire orders earlier adds' work before ours.
+        let state = inner
+            .state
+            .fetch_add((d as i64 as u64) << 32, Ordering::AcqRel)
+            .wrapping_add((d as i64 as u64) << 32);
+        let v = (state >> 32) as i32;
+        let w = state as u32;
+        if v < 0 {
+            panic!("negative WaitGroup counter");
+        }
+        if w != 0 && d > 0 && v == d {
+            panic!("WaitGroup reused too early: add called while waiters of the previous round are being released");
+        }
+        if v > 0 || w == 0 {
+            return;
+        }
+        // The counter is zero and there are waiters: release them. Nobody may touch
+        // the state meanwhile (a concurrent add would be the misuse above).
+        if inner.state.load(Ordering::Relaxed) != state {
+            panic!("WaitGroup reused too early: add called while waiters of the previous round are being released");
+        }
+        inner.state.store(0, Ordering::Relaxed);
+        for _ in 0..w {
+            sema::release(&inner.sema, false);
+        }
+    }
+
+    /// Subtracts one from the counter.
+    pub fn done(&self) {
+        self.add(-1);
+    }
+
+    /// Waits until the counter is zero.
+    ///
+    /// # Panics
+    ///
+    /// If the group was reused (a positive `add`) before this wait had returned.
+    pub fn wait(&self) {
+        let inner = &*self.inner;
+        let mut state = inner.state.load(Ordering::Acquire);
+        loop {
+            if (state >> 32) as i32 == 0 {
+                return;
+            }
+            // Count ourselves as a waiter.
+            match inner.state.compare_exchange_weak(
+                state,
+                state + 1,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    sema::acquire(&inner.sema, false, WaitReason::WaitGroup);
+                    if inner.state.load(Ordering::Acquire) != 0 {
+                        panic!("WaitGroup reused too early: add called before the previous wait returned");
+                    }
+                    return;
+                }
+                Err(now) => state = now,
+            }
+        }
+    }
+
+    /// The counter now (for tests and diagnostics).
+    pub fn count(&self) -> i64 {
+        (self.inner.state.load(Ordering::Acquire) >> 32) as i32 as i64
+    }
+
+    #[cfg(test)]
+    fn set_state(&self, counter: i32, waiters: u32) {
+        self.inner.state.store(
+            ((counter as u32 as u64) << 32) | waiters as u64,
+            Ordering::SeqCst,
+        );
+    }
+}
+
+impl fmt::Debug for WaitGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WaitGroup")
+            .field("count", &self.count())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "negative WaitGroup counter")]
+    fn negative_counter_panics() {
+        WaitGroup::new().done();
+    }
+
+    /// The reuse check of `add`, driven into the window where the counter is zero and
+    /// waiters are registered (which a racing add can hit between another add's
+    /// decrement and its release of the waiters).
+    #[test]
+    #[should_panic(expected = "WaitGroup reused too early")]
+    fn add_while_releasing_panics() {
+        let wg = WaitGroup::new();
+        wg.set_state(0, 2);
+        wg.add(1);
+    }
+
+    /// The reuse check of `wait`: woken, it finds the group already counting again.
+    #[test]
+    #[should_panic(expected = "WaitGroup reused too early")]
+    fn wait_sees_reuse_panics() {
+        let wg = WaitGroup::new();
+        wg.add(1);
+        let w2 = wg.clone();
+        let waiter = std::thread::spawn(move || w2.wait());
+        // Wait until the waiter has registered.
+        while wg.inner.state.load(Ordering::SeqCst) as u32 == 0 {
+            std::thread::yield_now();
+        }
+        // Release it by hand while the counter says a new round started.
+        wg.set_state(1, 0);
+        sema::release(&wg.inner.sema, false);
+        let r = waiter.join();
+        if let Err(p) = r {
+            std::panic::resume_unwind(p);
+        }
+    }
+}
