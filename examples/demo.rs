@@ -99,7 +99,30 @@ fn main() {
         rx.recv().unwrap()
     );
 
-    // 6. A panic is delivered to join; the runtime keeps going.
+    // 6. Channels: a 10 000-coroutine pipeline, and a select with a timeout.
+    let (first, mut rx) = goro::chan::channel::<u64>(0);
+    for _ in 0..10_000 {
+        let (tx, next) = goro::chan::channel(0);
+        goro::go!(move || rx.iter().for_each(|v| tx.send(v + 1).unwrap()));
+        rx = next;
+    }
+    let t = Instant::now();
+    for i in 0..100 {
+        first.send(i).unwrap();
+        assert_eq!(rx.recv().unwrap(), i + 10_000);
+    }
+    println!(
+        "a token through 10 000 coroutines, 100 times: {:?} per hop",
+        t.elapsed() / 1_000_000
+    );
+    let (_quiet, never_sent) = goro::chan::channel::<u64>(0);
+    let t = Instant::now();
+    goro::select! {
+        recv(never_sent) -> _ => unreachable!(),
+        default(Duration::from_millis(10)) => println!("select with a 10 ms timeout returned after {:?}", t.elapsed()),
+    }
+
+    // 7. A panic is delivered to join; the runtime keeps going.
     std::panic::set_hook(Box::new(|_| {}));
     let r = goro::go!(|| panic!("boom")).join();
     let _ = std::panic::take_hook();

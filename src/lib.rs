@@ -41,11 +41,26 @@ pub mod sync {
     };
 }
 
-/// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until) and
-/// [`Timer`](time::Timer) (Go's `time.AfterFunc`).
+/// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
+/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker).
 pub mod time {
     pub use goro_runtime::time::{sleep, sleep_until, Timer};
+    pub use goro_sync::chan::Ticker;
 }
+
+/// Channels: MPMC, buffered or rendezvous, for coroutines and threads in any mix, and
+/// the timer channels [`after`](chan::after), [`tick`](chan::tick),
+/// [`never`](chan::never). See [`select!`] to wait on several at once.
+pub mod chan {
+    #[doc(hidden)]
+    pub use goro_sync::chan::__private;
+    pub use goro_sync::chan::{
+        after, channel, never, tick, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError,
+        SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+    };
+}
+
+pub use goro_sync::select;
 
 /// Introspection.
 pub mod debug {

@@ -163,6 +163,34 @@ impl RawTimer {
     pub fn stop(&self) -> bool {
         sched_timers::stop(&self.inner)
     }
+
+    /// A handle that can stop this timer without keeping it alive (for a timer
+    /// function that stops its own timer).
+    pub fn downgrade(&self) -> WeakRawTimer {
+        WeakRawTimer {
+            inner: Arc::downgrade(&self.inner),
+        }
+    }
+}
+
+/// A weak handle to a [`RawTimer`] (see [`RawTimer::downgrade`]).
+#[derive(Clone, Debug, Default)]
+pub struct WeakRawTimer {
+    inner: std::sync::Weak<TimerInner>,
+}
+
+impl WeakRawTimer {
+    /// Stops the timer if it still exists. Returns true if this call stopped a pending
+    /// timer.
+    pub fn stop(&self) -> bool {
+        self.inner.upgrade().is_some_and(|t| sched_timers::stop(&t))
+    }
+}
+
+impl fmt::Debug for TimerInner {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TimerInner").finish_non_exhaustive()
+    }
 }
 
 impl fmt::Debug for RawTimer {

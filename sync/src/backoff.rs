@@ -11,7 +11,7 @@
 //! measurable: the `Sema*`/`Mutex*` benchmarks run both ways.
 
 use crate::loom::spin_hint;
-use std::cell::Cell;
+use crate::rand::rand;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The first bound, in pause instructions.
@@ -68,26 +68,4 @@ impl Backoff {
             std::thread::yield_now();
         }
     }
-}
-
-thread_local! {
-    static RNG: Cell<u32> = const { Cell::new(0) };
-}
-
-/// A xorshift32 step on a per-thread state. `#[inline(never)]`: called from
-/// coroutines, which may migrate between threads (see goro-runtime's caveats).
-#[inline(never)]
-fn rand() -> u32 {
-    RNG.with(|r| {
-        let mut x = r.get();
-        if x == 0 {
-            // Seed from the state's address, distinct per thread.
-            x = (r as *const Cell<u32> as usize as u32) | 1;
-        }
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        r.set(x);
-        x
-    })
 }

@@ -9,11 +9,16 @@
 //! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
 //!   notify list), [`Semaphore`].
+//! - [`chan`]: channels, [`select!`], and the timer channels `after`, `tick`, `never`
+//!   and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
 pub mod backoff;
+#[cfg(not(loom))]
+pub mod chan;
 mod lock;
 mod loom;
+mod rand;
 pub mod sema;
 
 #[cfg(not(loom))]

@@ -147,3 +147,27 @@ pub fn steal_time() -> Duration {
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Duration::from_millis(ticks * 1000 / hz)
 }
+
+/// Time the threads of this process spent runnable but not running, summed (the
+/// `run_delay` of /proc/self/task/*/schedstat): what other processes on a busy
+/// machine took from us. Like [`steal_time`], wall-clock bounds add its increase.
+pub fn run_delay() -> Duration {
+    let mut total = 0u64;
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            total += stat
+                .split_whitespace()
+                .nth(1)
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    Duration::from_nanos(total)
+}
+
+/// Time the machine did not give this process while it was runnable: the
+/// hypervisor's steal plus the run queue delay of our threads.
+pub fn lost_time() -> Duration {
+    steal_time() + run_delay()
+}

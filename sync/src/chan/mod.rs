@@ -1,0 +1,605 @@
+//! Channels (Go: runtime/chan.go): MPMC, buffered or rendezvous, for coroutines and
+//! threads alike, with [`select!`](crate::select) over any mix of them.
+//!
+//! # Invariants (under the channel's lock)
+//!
+//! - `sendq` non-empty implies the buffer is full (for a rendezvous channel: no receiver
+//!   is waiting), and `recvq` non-empty implies the buffer is empty (no sender waits).
+//! - `closed` only goes from false to true; once set, both queues are empty.
+//!
+//! # Direct hand-off
+//!
+//! A send that finds a receiver waiting moves the value straight into the receiver's
+//! sudog and readies it — from a coroutine, into that coroutine's P's `runnext`, so the
+//! receiver runs next on the same P. A receive that finds a sender waiting on a full
+//! buffered channel takes the buffer's head and moves the sender's value in at the
+//! tail, keeping FIFO order; on a rendezvous channel it takes the sender's value
+//! directly. Values move under the lock; wake-ups happen after unlocking (see
+//! `waitq.rs`).
+//!
+//! # Closing
+//!
+//! `close` (or dropping the last `Sender`, or the last `Receiver`) closes the channel
+//! and wakes every waiter: receivers drain what is buffered, then get `RecvError`;
+//! senders get their value back in `SendError`. Closing twice is not an error. The
+//! timer channels ([`after`], [`tick`], [`never`]) never close.
+
+mod errors;
+pub(crate) mod select;
+mod timer;
+pub(crate) mod waitq;
+
+use std::cell::UnsafeCell;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use goro_runtime::park::{self, Unparker, WaitReason};
+
+pub use errors::{
+    RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+pub use timer::{after, never, tick, Ticker};
+
+use crate::lock::SpinLock;
+use waitq::{Outcome, Sudog, WaitQueue};
+
+/// What the lock guards.
+pub(crate) struct State<T> {
+    buf: VecDeque<T>,
+    closed: bool,
+    sendq: WaitQueue<T>,
+    recvq: WaitQueue<T>,
+}
+
+pub(crate) struct Chan<T> {
+    lock: SpinLock,
+    state: UnsafeCell<State<T>>,
+    cap: usize,
+    /// Live `Sender`s and `Receiver`s; the last of either closes the channel (unless
+    /// `keep_open`).
+    senders: AtomicUsize,
+    receivers: AtomicUsize,
+    /// Timer channels never close.
+    keep_open: bool,
+}
+
+// SAFETY: the state is only touched under `lock`; values of T move between threads,
+// hence T: Send.
+unsafe impl<T: Send> Send for Chan<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for Chan<T> {}
+
+/// A locked channel: access to its state.
+pub(crate) struct Locked<'a, T> {
+    chan: &'a Chan<T>,
+}
+
+impl<T> Chan<T> {
+    fn new(cap: usize, keep_open: bool) -> Chan<T> {
+        Chan {
+            lock: SpinLock::new(),
+            state: UnsafeCell::new(State {
+                buf: VecDeque::with_capacity(cap),
+                closed: false,
+                sendq: WaitQueue::new(),
+                recvq: WaitQueue::new(),
+            }),
+            cap,
+            senders: AtomicUsize::new(1),
+            receivers: AtomicUsize::new(1),
+            keep_open,
+        }
+    }
+
+    fn locked(&self) -> Locked<'_, T> {
+        self.lock.lock();
+        Locked { chan: self }
+    }
+
+    /// The lock, for `select!` (which locks several channels in address order).
+    pub(crate) fn raw_lock(&self) {
+        self.lock.lock();
+    }
+
+    pub(crate) fn raw_unlock(&self) {
+        self.lock.unlock();
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds `lock` (through `raw_lock`).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn state_locked(&self) -> &mut State<T> {
+        // SAFETY: the lock is held (caller's contract) and no other reference to the
+        // state is alive across calls.
+        unsafe { &mut *self.state.get() }
+    }
+
+    fn close(&self) {
+        let mut wake = Vec::new();
+        {
+            let l = self.locked();
+            let st = l.state();
+            if st.closed {
+                return;
+            }
+            st.closed = true;
+            // SAFETY: the lock is held.
+            unsafe {
+                st.recvq.close_all(&mut wake);
+                st.sendq.close_all(&mut wake);
+            }
+        }
+        for u in wake {
+            u.unpark();
+        }
+    }
+}
+
+impl<T> Locked<'_, T> {
+    #[allow(clippy::mut_from_ref)]
+    fn state(&self) -> &mut State<T> {
+        // SAFETY: we hold the lock; callers never keep two of these borrows alive.
+        unsafe { self.chan.state_locked() }
+    }
+}
+
+impl<T> Drop for Locked<'_, T> {
+    fn drop(&mut self) {
+        self.chan.lock.unlock();
+    }
+}
+
+/// The result of a send attempt that does not block.
+pub(crate) enum TrySend<T> {
+    Sent,
+    Full(T),
+    Closed(T),
+}
+
+/// The result of a receive attempt that does not block.
+pub(crate) enum TryRecv<T> {
+    Got(T),
+    Empty,
+    Closed,
+}
+
+/// Sends `v` without blocking (Go: chansend's non-blocking part). Lock held.
+fn try_send_locked<T>(
+    cap: usize,
+    st: &mut State<T>,
+    v: T,
+    wake: &mut Option<Unparker>,
+) -> TrySend<T> {
+    if st.closed {
+        return TrySend::Closed(v);
+    }
+    // SAFETY: the lock is held; a dequeued sudog is ours to complete.
+    unsafe {
+        let r = st.recvq.dequeue();
+        if !r.is_null() {
+            (*r).value = Some(v);
+            (*r).outcome = Outcome::Done;
+            *wake = (*r).take_unparker();
+            return TrySend::Sent;
+        }
+    }
+    if st.buf.len() < cap {
+        st.buf.push_back(v);
+        return TrySend::Sent;
+    }
+    TrySend::Full(v)
+}
+
+/// Receives without blocking (Go: chanrecv's non-blocking part). Lock held.
+fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
+    // SAFETY: the lock is held; a dequeued sudog is ours to complete.
+    unsafe {
+        let s = st.sendq.dequeue();
+        if !s.is_null() {
+            let sent = (*s).value.take().expect("a waiting sender has a value");
+            (*s).outcome = Outcome::Done;
+            *wake = (*s).take_unparker();
+            if cap == 0 {
+                return TryRecv::Got(sent);
+            }
+            // A sender waits only on a full buffer: take the head, queue its value.
+            let v = st
+                .buf
+                .pop_front()
+                .expect("a sender waits only on a full buffer");
+            st.buf.push_back(sent);
+            return TryRecv::Got(v);
+        }
+    }
+    match st.buf.pop_front() {
+        Some(v) => TryRecv::Got(v),
+        None if st.closed => TryRecv::Closed,
+        None => TryRecv::Empty,
+    }
+}
+
+/// Creates a channel of capacity `cap`; `cap == 0` is a rendezvous channel (a send
+/// completes only when a receiver takes the value).
+pub fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new(cap, false));
+    (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// A channel that never closes (for the timer channels): its sender count may drop to
+/// zero without closing it.
+pub(crate) fn channel_keep_open<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
+    let chan = Arc::new(Chan::new(cap, true));
+    (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// The sending side of a channel. `Clone` adds a sender; dropping the last one closes
+/// the channel.
+pub struct Sender<T> {
+    pub(crate) chan: Arc<Chan<T>>,
+}
+
+/// The receiving side of a channel. `Clone` adds a receiver; dropping the last one
+/// closes the channel (senders then get their values back in `SendError`).
+pub struct Receiver<T> {
+    pub(crate) chan: Arc<Chan<T>>,
+}
+
+impl<T> Sender<T> {
+    /// Sends `v`, waiting while the channel is full (or, for a rendezvous channel, until
+    /// a receiver takes it). Returns the value back if the channel is closed.
+    pub fn send(&self, v: T) -> Result<(), SendError<T>> {
+        self.send_deadline(v, None).map_err(|e| match e {
+            SendTimeoutError::Closed(v) | SendTimeoutError::Timeout(v) => SendError(v),
+        })
+    }
+
+    /// Sends `v` if that can be done without waiting.
+    pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
+        let mut wake = None;
+        let r = {
+            let l = self.chan.locked();
+            try_send_locked(self.chan.cap, l.state(), v, &mut wake)
+        };
+        if let Some(u) = wake {
+            u.unpark();
+        }
+        match r {
+            TrySend::Sent => Ok(()),
+            TrySend::Full(v) => Err(TrySendError::Full(v)),
+            TrySend::Closed(v) => Err(TrySendError::Closed(v)),
+        }
+    }
+
+    /// Sends `v`, waiting at most `timeout`.
+    pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
+        self.send_deadline(v, Some(Instant::now().checked_add(timeout)))
+    }
+
+    /// `deadline`: None waits forever; Some(None) is a deadline too far to represent.
+    fn send_deadline(
+        &self,
+        v: T,
+        deadline: Option<Option<Instant>>,
+    ) -> Result<(), SendTimeoutError<T>> {
+        let chan = &*self.chan;
+        let mut wake = None;
+        let l = chan.locked();
+        let v = match try_send_locked(chan.cap, l.state(), v, &mut wake) {
+            TrySend::Sent => {
+                drop(l);
+                if let Some(u) = wake {
+                    u.unpark();
+                }
+                return Ok(());
+            }
+            TrySend::Closed(v) => return Err(SendTimeoutError::Closed(v)),
+            TrySend::Full(v) => v,
+        };
+        // Block: link a sudog holding the value, sleep, unlock after the switch.
+        let mut sg = Sudog::new(Some(v));
+        sg.unparker = Some(park::prepare());
+        let s: *mut Sudog<T> = &mut sg;
+        // SAFETY: lock held; `sg` stays in place on this frame until it is unlinked
+        // (by a receiver, close, or ourselves below).
+        unsafe { l.state().sendq.push(s) };
+        std::mem::forget(l); // unlocked by the commit below
+        park_blocked(chan, WaitReason::ChanSend, deadline);
+        // SAFETY: either the park was woken by whoever unlinked us (which only happens
+        // with the lock held, before the wake), or finish_timed re-took the lock.
+        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.sendq) };
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Closed => Err(SendTimeoutError::Closed(
+                sg.value.take().expect("value kept"),
+            )),
+            Outcome::Waiting => Err(SendTimeoutError::Timeout(
+                sg.value.take().expect("value kept"),
+            )),
+        }
+    }
+
+    /// Closes the channel: receivers drain what is buffered and then get `RecvError`;
+    /// blocked and later senders get their value back. Closing twice is not an error.
+    pub fn close(&self) {
+        self.chan.close();
+    }
+
+    /// Whether the channel is closed.
+    pub fn is_closed(&self) -> bool {
+        self.chan.locked().state().closed
+    }
+
+    /// Values buffered now.
+    pub fn len(&self) -> usize {
+        self.chan.locked().state().buf.len()
+    }
+
+    /// Whether nothing is buffered now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The channel's capacity (0: rendezvous).
+    pub fn capacity(&self) -> usize {
+        self.chan.cap
+    }
+
+    /// Live receivers (0 once they are all dropped).
+    pub(crate) fn receiver_count(&self) -> usize {
+        self.chan.receivers.load(Ordering::Relaxed)
+    }
+
+    /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
+    #[doc(hidden)]
+    pub fn __as_sender(&self) -> &Sender<T> {
+        self
+    }
+}
+
+/// Parks a waiter whose sudog is linked and whose channel lock is held; the lock is
+/// released after the switch.
+fn park_blocked<T>(chan: &Chan<T>, reason: WaitReason, deadline: Option<Option<Instant>>) {
+    match deadline {
+        None | Some(None) => park::park_commit(reason, || chan.raw_unlock()),
+        Some(Some(d)) => {
+            park::park_commit_timeout(reason, d, || chan.raw_unlock());
+        }
+    }
+}
+
+/// After a (possibly timed) park: the sudog's outcome. A timed waiter re-takes the lock:
+/// if its sudog is still linked it timed out and unlinks itself (`Waiting`); if not, a
+/// counterpart or close completed it, which counts even if the deadline fired too.
+///
+/// # Safety
+///
+/// `s` is the caller's sudog, linked in the queue `queue` picks, and the caller has
+/// parked.
+unsafe fn finish_timed<T>(
+    chan: &Chan<T>,
+    s: *mut Sudog<T>,
+    timed: bool,
+    queue: impl FnOnce(&mut State<T>) -> &mut WaitQueue<T>,
+) -> Outcome {
+    if !timed {
+        // Only the completer had our unparker, and it completed us under the lock
+        // before waking us: no lock needed.
+        // SAFETY: unlinked and completed; the park handshake orders its writes.
+        return unsafe { (*s).outcome };
+    }
+    let l = chan.locked();
+    // SAFETY: lock held; `s` is ours.
+    unsafe {
+        if (*s).is_linked() {
+            queue(l.state()).remove(s);
+        }
+        (*s).outcome
+    }
+}
+
+impl<T> Receiver<T> {
+    /// Receives a value, waiting until one is sent. Returns `Err` once the channel is
+    /// closed and drained.
+    pub fn recv(&self) -> Result<T, RecvError> {
+        self.recv_deadline(None).map_err(|_| RecvError)
+    }
+
+    /// Receives a value if one is available now.
+    pub fn try_recv(&self) -> Result<T, TryRecvError> {
+        let mut wake = None;
+        let r = {
+            let l = self.chan.locked();
+            try_recv_locked(self.chan.cap, l.state(), &mut wake)
+        };
+        if let Some(u) = wake {
+            u.unpark();
+        }
+        match r {
+            TryRecv::Got(v) => Ok(v),
+            TryRecv::Empty => Err(TryRecvError::Empty),
+            TryRecv::Closed => Err(TryRecvError::Closed),
+        }
+    }
+
+    /// Receives a value, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
+        self.recv_deadline(Some(Instant::now().checked_add(timeout)))
+    }
+
+    fn recv_deadline(&self, deadline: Option<Option<Instant>>) -> Result<T, RecvTimeoutError> {
+        let chan = &*self.chan;
+        let mut wake = None;
+        let l = chan.locked();
+        match try_recv_locked(chan.cap, l.state(), &mut wake) {
+            TryRecv::Got(v) => {
+                drop(l);
+                if let Some(u) = wake {
+                    u.unpark();
+                }
+                return Ok(v);
+            }
+            TryRecv::Closed => return Err(RecvTimeoutError::Closed),
+            TryRecv::Empty => {}
+        }
+        let mut sg = Sudog::<T>::new(None);
+        sg.unparker = Some(park::prepare());
+        let s: *mut Sudog<T> = &mut sg;
+        // SAFETY: as in send_deadline.
+        unsafe { l.state().recvq.push(s) };
+        std::mem::forget(l); // unlocked by the commit
+        park_blocked(chan, WaitReason::ChanReceive, deadline);
+        // SAFETY: as in send_deadline.
+        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.recvq) };
+        match outcome {
+            Outcome::Done => Ok(sg.value.take().expect("a completed receive holds a value")),
+            Outcome::Closed => Err(RecvTimeoutError::Closed),
+            Outcome::Waiting => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// An iterator over received values, ending when the channel is closed and drained.
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter { rx: self }
+    }
+
+    /// An iterator over the values available now, without waiting.
+    pub fn try_iter(&self) -> TryIter<'_, T> {
+        TryIter { rx: self }
+    }
+
+    /// Values buffered now.
+    pub fn len(&self) -> usize {
+        self.chan.locked().state().buf.len()
+    }
+
+    /// Whether nothing is buffered now.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The channel's capacity (0: rendezvous).
+    pub fn capacity(&self) -> usize {
+        self.chan.cap
+    }
+
+    /// Whether the channel is closed (values may still be buffered).
+    pub fn is_closed(&self) -> bool {
+        self.chan.locked().state().closed
+    }
+
+    /// For `select!`: lets `recv(rx)` take a `Receiver` or a reference to one.
+    #[doc(hidden)]
+    pub fn __as_receiver(&self) -> &Receiver<T> {
+        self
+    }
+}
+
+impl<T> Clone for Sender<T> {
+    fn clone(&self) -> Self {
+        self.chan.senders.fetch_add(1, Ordering::Relaxed);
+        Sender {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Clone for Receiver<T> {
+    fn clone(&self) -> Self {
+        self.chan.receivers.fetch_add(1, Ordering::Relaxed);
+        Receiver {
+            chan: self.chan.clone(),
+        }
+    }
+}
+
+impl<T> Drop for Sender<T> {
+    fn drop(&mut self) {
+        // AcqRel: the last sender's close must see every other sender's sends.
+        if self.chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 && !self.chan.keep_open {
+            self.chan.close();
+        }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 && !self.chan.keep_open {
+            self.chan.close();
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sender<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sender")
+            .field("capacity", &self.chan.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> fmt::Debug for Receiver<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("capacity", &self.chan.cap)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A blocking iterator over a [`Receiver`]'s values.
+pub struct Iter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for Iter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+/// A non-blocking iterator over a [`Receiver`]'s values.
+pub struct TryIter<'a, T> {
+    rx: &'a Receiver<T>,
+}
+
+impl<T> Iterator for TryIter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.try_recv().ok()
+    }
+}
+
+/// An owning blocking iterator over a [`Receiver`]'s values.
+pub struct IntoIter<T> {
+    rx: Receiver<T>,
+}
+
+impl<T> Iterator for IntoIter<T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        self.rx.recv().ok()
+    }
+}
+
+impl<T> IntoIterator for Receiver<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+    fn into_iter(self) -> IntoIter<T> {
+        IntoIter { rx: self }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Receiver<T> {
+    type Item = T;
+    type IntoIter = Iter<'a, T>;
+    fn into_iter(self) -> Iter<'a, T> {
+        self.iter()
+    }
+}
+
+#[doc(hidden)]
+pub use select::__private;

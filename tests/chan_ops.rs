@@ -1,0 +1,344 @@
+//! Channel operations in every state (open/closed, empty/full, rendezvous/buffered),
+//! FIFO order, close waking waiters, exact accounting under load, timeouts, and every
+//! mix of threads and coroutines on both ends.
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::with_timeout;
+use goro::chan::{
+    channel, RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
+};
+
+const T: Duration = Duration::from_secs(120);
+
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
+fn assert_error_traits<
+    E: std::fmt::Debug + std::fmt::Display + std::error::Error + PartialEq + Eq + Clone,
+>() {
+}
+fn assert_copy<E: Copy>() {}
+
+#[test]
+fn error_types_have_the_promised_traits() {
+    assert_error_traits::<SendError<Vec<u8>>>();
+    assert_error_traits::<TrySendError<Vec<u8>>>();
+    assert_error_traits::<SendTimeoutError<Vec<u8>>>();
+    assert_error_traits::<RecvError>();
+    assert_error_traits::<TryRecvError>();
+    assert_error_traits::<RecvTimeoutError>();
+    assert_copy::<SendError<u8>>();
+    assert_copy::<RecvError>();
+    assert_copy::<TryRecvError>();
+    assert_copy::<RecvTimeoutError>();
+    // Debug does not need T: Debug and does not print the value.
+    struct Opaque;
+    assert_eq!(format!("{:?}", SendError(Opaque)), "SendError { .. }");
+    assert_eq!(SendError(5).to_string(), "sending on a closed channel");
+    assert_eq!(TrySendError::Full(1).into_inner(), 1);
+}
+
+#[test]
+fn buffered_open_empty_full() {
+    let (tx, rx) = channel::<u32>(2);
+    assert_eq!((tx.capacity(), rx.capacity()), (2, 2));
+    assert!(rx.is_empty());
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(tx.try_send(1), Ok(()));
+    assert_eq!(tx.send(2), Ok(()));
+    assert_eq!(rx.len(), 2);
+    assert_eq!(tx.try_send(3), Err(TrySendError::Full(3)));
+    assert_eq!(
+        tx.send_timeout(3, Duration::from_millis(5)),
+        Err(SendTimeoutError::Timeout(3))
+    );
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(5)),
+        Err(RecvTimeoutError::Timeout)
+    );
+}
+
+#[test]
+fn buffered_closed_drains_then_errs() {
+    let (tx, rx) = channel::<u32>(3);
+    tx.send(1).unwrap();
+    tx.send(2).unwrap();
+    tx.close();
+    tx.close(); // closing twice is not an error
+    assert!(tx.is_closed() && rx.is_closed());
+    assert_eq!(tx.send(9), Err(SendError(9)));
+    assert_eq!(tx.try_send(9), Err(TrySendError::Closed(9)));
+    assert_eq!(
+        tx.send_timeout(9, Duration::from_secs(1)),
+        Err(SendTimeoutError::Closed(9))
+    );
+    // Receivers drain what is buffered first.
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.try_recv(), Ok(2));
+    assert_eq!(rx.recv(), Err(RecvError));
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Closed));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(1)),
+        Err(RecvTimeoutError::Closed)
+    );
+    assert_eq!(rx.iter().count(), 0);
+}
+
+#[test]
+fn rendezvous_needs_a_receiver() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        assert_eq!(tx.capacity(), 0);
+        assert_eq!(
+            tx.try_send(1),
+            Err(TrySendError::Full(1)),
+            "nobody is receiving"
+        );
+        assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+        assert_eq!(
+            tx.send_timeout(1, Duration::from_millis(5)),
+            Err(SendTimeoutError::Timeout(1))
+        );
+        // A send completes only when the receiver takes the value.
+        let taken = Arc::new(AtomicUsize::new(0));
+        let t2 = taken.clone();
+        let r = goro::go!(move || {
+            goro::time::sleep(Duration::from_millis(20));
+            t2.store(1, Ordering::SeqCst);
+            rx.recv().unwrap()
+        });
+        tx.send(7).unwrap();
+        assert_eq!(
+            taken.load(Ordering::SeqCst),
+            1,
+            "send returned before the receiver took it"
+        );
+        assert_eq!(r.join().unwrap(), 7);
+        // The receiver is gone: closed, the value comes back.
+        assert_eq!(tx.send(8), Err(SendError(8)));
+    });
+}
+
+#[test]
+fn last_sender_or_receiver_closes() {
+    let (tx, rx) = channel::<u32>(1);
+    let tx2 = tx.clone();
+    drop(tx);
+    assert!(!rx.is_closed());
+    tx2.send(1).unwrap();
+    drop(tx2);
+    assert_eq!(rx.recv(), Ok(1));
+    assert_eq!(rx.recv(), Err(RecvError));
+
+    let (tx, rx) = channel::<u32>(1);
+    let rx2 = rx.clone();
+    drop(rx);
+    tx.send(1).unwrap();
+    drop(rx2);
+    assert_eq!(tx.send(2), Err(SendError(2)));
+}
+
+/// close wakes every blocked sender and receiver, coroutines and threads.
+#[test]
+fn close_wakes_all_waiters() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        let mut waiters: Vec<Box<dyn FnOnce() -> bool + Send>> = Vec::new();
+        for i in 0..40 {
+            let (tx, rx) = (tx.clone(), rx.clone());
+            let f = move || -> bool {
+                if i % 2 == 0 {
+                    rx.recv() == Err(RecvError)
+                } else {
+                    tx.send(i) == Err(SendError(i))
+                }
+            };
+            if i % 10 < 2 {
+                let h = std::thread::spawn(f);
+                waiters.push(Box::new(move || h.join().unwrap()));
+            } else {
+                let h = goro::go!(f);
+                waiters.push(Box::new(move || h.join().unwrap()));
+            }
+        }
+        // Waiters on both sides of a rendezvous channel pair up with each other; the
+        // rest stay blocked until the close. Give them time to block.
+        std::thread::sleep(Duration::from_millis(50));
+        tx.close();
+        for w in waiters {
+            let _ = w(); // paired ones succeeded, the rest got the close error
+        }
+        assert_eq!(rx.recv(), Err(RecvError));
+    });
+}
+
+/// Each sender's values arrive in the order it sent them.
+#[test]
+fn fifo_per_sender() {
+    with_timeout(T, || {
+        for cap in [0, 1, 16] {
+            let (tx, rx) = channel::<(usize, u32)>(cap);
+            let senders: Vec<_> = (0..4)
+                .map(|s| {
+                    let tx = tx.clone();
+                    goro::go!(move || {
+                        for i in 0..2000 {
+                            tx.send((s, i)).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            let mut next = [0u32; 4];
+            for (s, i) in rx.iter() {
+                assert_eq!(i, next[s], "sender {s} out of order (cap {cap})");
+                next[s] += 1;
+            }
+            senders.into_iter().for_each(|h| h.join().unwrap());
+            assert_eq!(next, [2000; 4]);
+        }
+    });
+}
+
+/// 10 000 coroutines send through one channel to a few receivers: every message
+/// arrives exactly once.
+#[test]
+fn ten_thousand_coroutines_through_one_channel() {
+    with_timeout(T, || {
+        for cap in [0usize, 64] {
+            let (tx, rx) = channel::<u64>(cap);
+            let seen = Arc::new(Mutex::new(HashSet::new()));
+            let receivers: Vec<_> = (0..8)
+                .map(|_| {
+                    let (rx, seen) = (rx.clone(), seen.clone());
+                    goro::go!(move || {
+                        let mut n = 0;
+                        for v in rx.iter() {
+                            assert!(seen.lock().unwrap().insert(v), "{v} received twice");
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            drop(rx);
+            let senders: Vec<_> = (0..10_000u64)
+                .map(|i| {
+                    let tx = tx.clone();
+                    goro::go!(move || {
+                        for j in 0..3 {
+                            tx.send(i * 3 + j).unwrap();
+                        }
+                    })
+                })
+                .collect();
+            drop(tx);
+            senders.into_iter().for_each(|h| h.join().unwrap());
+            let total: usize = receivers.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(total, 30_000, "cap {cap}");
+            assert_eq!(seen.lock().unwrap().len(), 30_000);
+        }
+    });
+}
+
+/// Every mix of plain threads and coroutines on both ends.
+#[test]
+fn threads_and_coroutines_on_both_ends() {
+    with_timeout(T, || {
+        for cap in [0, 4] {
+            for (send_on_thread, recv_on_thread) in
+                [(false, false), (true, false), (false, true), (true, true)]
+            {
+                let (tx, rx) = channel::<u32>(cap);
+                let send = move || {
+                    for i in 0..2000 {
+                        tx.send(i).unwrap();
+                    }
+                };
+                let recv = move || rx.iter().sum::<u32>();
+                let s: Box<dyn FnOnce() + Send> = if send_on_thread {
+                    let h = std::thread::spawn(send);
+                    Box::new(move || h.join().unwrap())
+                } else {
+                    let h = goro::go!(send);
+                    Box::new(move || h.join().unwrap())
+                };
+                let sum = if recv_on_thread {
+                    std::thread::spawn(recv).join().unwrap()
+                } else {
+                    goro::go!(recv).join().unwrap()
+                };
+                s();
+                assert_eq!(sum, (0..2000).sum::<u32>());
+            }
+        }
+    });
+}
+
+#[test]
+fn timeouts_are_honoured() {
+    with_timeout(T, || {
+        let check = || {
+            let (tx, rx) = channel::<u8>(0);
+            let t = Instant::now();
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(20)),
+                Err(RecvTimeoutError::Timeout)
+            );
+            assert!(t.elapsed() >= Duration::from_millis(20));
+            let t = Instant::now();
+            assert_eq!(
+                tx.send_timeout(5, Duration::from_millis(20)),
+                Err(SendTimeoutError::Timeout(5))
+            );
+            assert!(t.elapsed() >= Duration::from_millis(20));
+            // A value arriving before the deadline wins.
+            let tx2 = tx.clone();
+            let h = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                tx2.send(9).unwrap();
+            });
+            assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(9));
+            h.join().unwrap();
+            // Huge timeouts do not overflow.
+            let (tx3, rx3) = channel::<u8>(1);
+            tx3.send(1).unwrap();
+            assert_eq!(rx3.recv_timeout(Duration::MAX), Ok(1));
+            assert_eq!(tx3.send_timeout(2, Duration::MAX), Ok(()));
+        };
+        check();
+        goro::go!(check).join().unwrap();
+    });
+}
+
+/// Timed-out waiters leave the queues clean: later operations pair correctly.
+#[test]
+fn timed_out_waiters_do_not_linger() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        let hs: Vec<_> = (0..50)
+            .map(|_| {
+                let rx = rx.clone();
+                goro::go!(move || rx.recv_timeout(Duration::from_millis(1)))
+            })
+            .collect();
+        for h in hs {
+            assert_eq!(h.join().unwrap(), Err(RecvTimeoutError::Timeout));
+        }
+        // Nobody waits any more: a rendezvous send cannot complete.
+        assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+        let r = goro::go!(move || rx.recv());
+        tx.send(2).unwrap();
+        assert_eq!(r.join().unwrap(), Ok(2));
+    });
+}

@@ -1,0 +1,255 @@
+//! `select!`: readiness, fairness, default arms, send and receive arms on one channel,
+//! overlapping selects from many coroutines, and closed channels.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::with_timeout;
+use goro::chan::{after, channel, never, RecvError, SendError};
+
+const T: Duration = Duration::from_secs(120);
+
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
+#[test]
+fn picks_the_ready_arm() {
+    let (tx1, rx1) = channel::<u32>(1);
+    let (_tx2, rx2) = channel::<&str>(1);
+    tx1.send(5).unwrap();
+    let got = goro::select! {
+        recv(rx1) -> v => v.unwrap(),
+        recv(rx2) -> _ => unreachable!(),
+    };
+    assert_eq!(got, 5);
+    // Trailing commas, blocks and references all parse.
+    let (tx3, rx3) = channel::<u32>(1);
+    goro::select! {
+        send(&tx3, 1) -> r => { r.unwrap() }
+        recv(&rx2) -> _ => { unreachable!() },
+    }
+    assert_eq!(rx3.recv(), Ok(1));
+}
+
+#[test]
+fn default_arms() {
+    let (_tx, rx) = channel::<u32>(0);
+    let took_default = goro::select! {
+        recv(rx) -> _ => false,
+        default => true,
+    };
+    assert!(took_default);
+    let t = Instant::now();
+    let timed_out = goro::select! {
+        recv(rx) -> _ => false,
+        default(Duration::from_millis(20)) => true,
+    };
+    assert!(timed_out && t.elapsed() >= Duration::from_millis(20));
+    // A huge timeout does not overflow, and a ready arm still wins.
+    let (tx, rx) = channel::<u32>(1);
+    tx.send(3).unwrap();
+    let v = goro::select! {
+        recv(rx) -> v => v.unwrap(),
+        default(Duration::MAX) => 0,
+    };
+    assert_eq!(v, 3);
+    // Only a default: taken at once.
+    let d = goro::select! { default => 9 };
+    assert_eq!(d, 9);
+}
+
+/// Two always-ready arms are each chosen 40-60% of 100 000 times.
+#[test]
+fn fairness_between_ready_arms() {
+    with_timeout(T, || {
+        let (tx1, rx1) = channel::<u8>(1);
+        let (tx2, rx2) = channel::<u8>(1);
+        let (mut a, mut b) = (0u32, 0u32);
+        for _ in 0..100_000 {
+            let _ = tx1.try_send(1);
+            let _ = tx2.try_send(2);
+            goro::select! {
+                recv(rx1) -> _ => a += 1,
+                recv(rx2) -> _ => b += 1,
+            }
+        }
+        assert_eq!(a + b, 100_000);
+        assert!(
+            (40_000..=60_000).contains(&a),
+            "arm 1 chosen {a} times, arm 2 {b}"
+        );
+    });
+}
+
+/// A select with a send and a receive arm on the same channel pairs with others,
+/// never with itself.
+#[test]
+fn send_and_recv_arms_on_one_channel() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        let (sent, received) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let hs: Vec<_> = (0..20)
+            .map(|i| {
+                let (tx, rx, sent, received) = (tx.clone(), rx.clone(), sent.clone(), received.clone());
+                goro::go!(move || {
+                    for _ in 0..500 {
+                        goro::select! {
+                            send(tx, i) -> r => { r.unwrap(); sent.fetch_add(1, Ordering::SeqCst); }
+                            recv(rx) -> v => { v.unwrap(); received.fetch_add(1, Ordering::SeqCst); }
+                        }
+                    }
+                })
+            })
+            .collect();
+        // 20 x 500 operations pair up into sends and receives; an odd one left over
+        // waits for a partner: give it one from outside until all are done.
+        let start = Instant::now();
+        loop {
+            if sent.load(Ordering::SeqCst) + received.load(Ordering::SeqCst) >= 10_000 {
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "selects stuck");
+            goro::select! {
+                recv(rx) -> _ => {},
+                default(Duration::from_millis(5)) => {},
+            }
+        }
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        let (s, r) = (sent.load(Ordering::SeqCst), received.load(Ordering::SeqCst));
+        assert_eq!(s + r, 10_000);
+    });
+}
+
+/// Many coroutines select over overlapping sets of channels in different orders:
+/// no deadlock, no lost message.
+#[test]
+fn overlapping_selects_do_not_deadlock() {
+    with_timeout(T, || {
+        let chans: Vec<_> = (0..5).map(|_| channel::<u64>(0)).collect();
+        let txs: Vec<_> = chans.iter().map(|(t, _)| t.clone()).collect();
+        let rxs: Vec<_> = chans.iter().map(|(_, r)| r.clone()).collect();
+        drop(chans);
+        let total = Arc::new(AtomicUsize::new(0));
+        // Receivers: each selects over three of the channels, in its own order.
+        let receivers: Vec<_> = (0..10)
+            .map(|k| {
+                let r: Vec<_> = (0..3).map(|j| rxs[(k + j * 2) % 5].clone()).collect();
+                let total = total.clone();
+                goro::go!(move || loop {
+                    let v = goro::select! {
+                        recv(r[0]) -> v => v,
+                        recv(r[1]) -> v => v,
+                        recv(r[2]) -> v => v,
+                        default(Duration::from_millis(200)) => return,
+                    };
+                    match v {
+                        Ok(_) => {
+                            total.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(RecvError) => return,
+                    }
+                })
+            })
+            .collect();
+        // Senders: each selects over two channels to send on.
+        let senders: Vec<_> = (0..10)
+            .map(|k| {
+                let t: Vec<_> = (0..2).map(|j| txs[(k * 3 + j) % 5].clone()).collect();
+                goro::go!(move || {
+                    for i in 0..1000u64 {
+                        goro::select! {
+                            send(t[0], i) -> r => r.unwrap(),
+                            send(t[1], i) -> r => r.unwrap(),
+                        }
+                    }
+                })
+            })
+            .collect();
+        senders.into_iter().for_each(|h| h.join().unwrap());
+        drop(txs);
+        drop(rxs);
+        receivers.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(total.load(Ordering::SeqCst), 10_000);
+    });
+}
+
+#[test]
+fn closed_channels_are_ready() {
+    let (tx, rx) = channel::<u32>(0);
+    tx.close();
+    let r = goro::select! {
+        recv(rx) -> v => v,
+        recv(never::<u32>()) -> v => v,
+    };
+    assert_eq!(r, Err(RecvError));
+    let r = goro::select! {
+        send(tx, 4) -> r => r,
+        recv(never::<u32>()) -> _ => unreachable!(),
+    };
+    assert_eq!(r, Err(SendError(4)));
+}
+
+/// A blocked select is woken by a close, from a thread or a coroutine.
+#[test]
+fn close_wakes_a_blocked_select() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        let (_tx2, rx2) = channel::<u32>(0);
+        let h = goro::go!(move || {
+            goro::select! {
+                recv(rx) -> v => v,
+                recv(rx2) -> v => v,
+            }
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        drop(tx);
+        assert_eq!(h.join().unwrap(), Err(RecvError));
+    });
+}
+
+/// after() in a select: the timeout arm fires; a never() arm never does.
+#[test]
+fn after_and_never_in_select() {
+    with_timeout(T, || {
+        let t = Instant::now();
+        let which = goro::select! {
+            recv(never::<()>()) -> _ => "never",
+            recv(after(Duration::from_millis(15))) -> at => { assert!(at.unwrap() >= t); "after" }
+        };
+        assert_eq!(which, "after");
+        assert!(t.elapsed() >= Duration::from_millis(15));
+    });
+}
+
+/// Selects from plain threads and coroutines mix.
+#[test]
+fn selects_on_threads_and_coroutines() {
+    with_timeout(T, || {
+        let (tx, rx) = channel::<u32>(0);
+        let (_qtx, qrx) = channel::<()>(0);
+        let thread = std::thread::spawn(move || {
+            let mut n = 0;
+            loop {
+                goro::select! {
+                    // The sender's end is dropped when it is done: the close ends us.
+                    recv(rx) -> v => match v { Ok(_) => n += 1, Err(_) => return n },
+                    recv(qrx) -> _ => unreachable!("nobody sends on the quit channel"),
+                }
+            }
+        });
+        let sender = goro::go!(move || {
+            for i in 0..1000 {
+                goro::select! {
+                    send(tx, i) -> r => r.unwrap(),
+                }
+            }
+        });
+        sender.join().unwrap();
+        assert_eq!(thread.join().unwrap(), 1000);
+    });
+}

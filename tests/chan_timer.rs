@@ -1,0 +1,119 @@
+//! Timer channels: after, tick (drops missed ticks), never, and Ticker with Go 1.23's
+//! no-stale-tick guarantee.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::with_timeout;
+use goro::chan::{after, never, tick, RecvTimeoutError, TryRecvError};
+use goro::time::Ticker;
+
+const T: Duration = Duration::from_secs(60);
+
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
+#[test]
+fn after_fires_once_and_stays_open() {
+    with_timeout(T, || {
+        let t = Instant::now();
+        let rx = after(Duration::from_millis(10));
+        let at = rx.recv().unwrap();
+        assert!(at >= t + Duration::from_millis(10));
+        // Never a second value, never closed (as Go's time.After).
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(20)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        assert!(!rx.is_closed());
+    });
+}
+
+#[test]
+fn tick_ticks_and_drops_missed_ticks() {
+    with_timeout(T, || {
+        let t = Instant::now(); // before tick(): its first tick is 2 ms after the call
+        let rx = tick(Duration::from_millis(2));
+        for _ in 0..5 {
+            rx.recv().unwrap();
+        }
+        assert!(t.elapsed() >= Duration::from_millis(10));
+        // A slow reader: capacity 1, so after a long pause only one tick waits.
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(rx.len(), 1);
+        rx.recv().unwrap();
+        assert!(std::panic::catch_unwind(|| tick(Duration::ZERO)).is_err());
+    });
+}
+
+#[test]
+fn never_never_receives() {
+    let rx = never::<u8>();
+    assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(
+        rx.recv_timeout(Duration::from_millis(5)),
+        Err(RecvTimeoutError::Timeout)
+    );
+}
+
+#[test]
+fn ticker_ticks_stops_and_resets() {
+    with_timeout(T, || {
+        let t = Instant::now();
+        let tk = Ticker::new(Duration::from_millis(3));
+        for _ in 0..3 {
+            tk.recv();
+        }
+        assert!(t.elapsed() >= Duration::from_millis(9));
+        tk.stop();
+        assert_eq!(
+            tk.receiver().recv_timeout(Duration::from_millis(20)),
+            Err(RecvTimeoutError::Timeout),
+            "a tick after stop"
+        );
+        let t = Instant::now(); // before reset(): its first tick is 2 ms after the call
+        tk.reset(Duration::from_millis(2));
+        tk.recv();
+        assert!(
+            t.elapsed() >= Duration::from_millis(2),
+            "a tick from before the reset"
+        );
+        let r = std::panic::catch_unwind(|| Ticker::new(Duration::ZERO));
+        assert!(r.is_err());
+    });
+}
+
+/// Go 1.23: once stop or reset returns, no tick from before it can be received, even
+/// when the ticker fires right around the call (a tiny period makes that likely).
+#[test]
+fn no_stale_tick_after_stop_or_reset() {
+    with_timeout(T, || {
+        let check = || {
+            for i in 0..300 {
+                let tk = Ticker::new(Duration::from_micros(50));
+                std::thread::sleep(Duration::from_micros(100 + (i % 7) * 20));
+                if i % 2 == 0 {
+                    tk.stop();
+                    assert_eq!(
+                        tk.receiver().try_recv(),
+                        Err(TryRecvError::Empty),
+                        "stale tick after stop"
+                    );
+                } else {
+                    let before = Instant::now();
+                    tk.reset(Duration::from_secs(3600));
+                    match tk.receiver().try_recv() {
+                        Err(TryRecvError::Empty) => {}
+                        Ok(at) => panic!("stale tick after reset (from {:?} before)", before - at),
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+            }
+        };
+        check();
+        goro::go!(check).join().unwrap();
+    });
+}
