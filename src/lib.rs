@@ -62,6 +62,13 @@ pub mod chan {
 
 pub use goro_sync::select;
 
+/// Sockets on the netpoller: [`TcpListener`](net::TcpListener),
+/// [`TcpStream`](net::TcpStream), [`UdpSocket`](net::UdpSocket). Blocking calls park
+/// a coroutine (or block a plain thread) until the socket is ready.
+pub mod net {
+    pub use goro_runtime::net::*;
+}
+
 /// Introspection.
 pub mod debug {
     pub use goro_runtime::debug::{stack_guard_kind, GuardKind};

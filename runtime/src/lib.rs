@@ -18,6 +18,7 @@
 
 mod config;
 mod loom;
+pub mod net;
 mod netpoll;
 pub mod park;
 mod sched;

@@ -97,6 +97,14 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         if let Some(g) = globrunqget(p) {
             return (g, false);
         }
+        // Sockets someone waits on, and no M in the poller: poll without blocking.
+        // The coroutines it readies land in our queue.
+        if rt.netpoll.has_waiters() && !rt.netpoll.busy() {
+            rt.netpoll.poll_now();
+            if let Some(r) = runq_get(p) {
+                return r;
+            }
+        }
 
         // Steal, if few enough Ms are at it already. While another P is busy, keep at
         // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a

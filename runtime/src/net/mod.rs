@@ -1,0 +1,139 @@
+//! Sockets on the netpoller: [`TcpListener`], [`TcpStream`], [`UdpSocket`].
+//!
+//! Each is a std socket in non-blocking mode, registered once with the runtime's
+//! poller (see `netpoll.rs`, "poll descriptors"). Every operation tries the system call
+//! first; on `WouldBlock` it waits on the descriptor's slot — parking a coroutine, or
+//! blocking a plain thread — and retries when the slot is readied. So the same socket
+//! works from coroutines and threads, and one reader and one writer may use a stream
+//! at the same time (`Read` and `Write` are implemented for `&TcpStream`).
+//!
+//! Timeouts (`set_read_timeout`, `set_write_timeout`) are per operation, as std's: a
+//! deadline is a runtime timer, and expiry gives `ErrorKind::TimedOut` and leaves the
+//! socket usable. `close(&self)` shuts a socket down and wakes its waiters with an
+//! error (Go's `Close`); the descriptor is released when the value is dropped.
+//!
+//! Writes never raise SIGPIPE (std sends with `MSG_NOSIGNAL`); a reset peer is an
+//! `Err`. Name resolution (`ToSocketAddrs`) is a blocking `getaddrinfo` on the calling
+//! thread (see docs/caveats.md).
+
+mod tcp;
+mod udp;
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, ToSocketAddrs};
+pub use tcp::{Incoming, TcpListener, TcpStream};
+pub use udp::UdpSocket;
+
+use crate::netpoll::{Dir, PollDesc};
+use crate::sched::rt;
+
+/// A non-blocking socket and its poll descriptor. Deregisters before the socket closes.
+struct Registered<S: AsRawFd> {
+    pd: Arc<PollDesc>,
+    sock: S,
+    timeouts: Timeouts,
+}
+
+impl<S: AsRawFd> Registered<S> {
+    /// Registers `sock`, which must already be non-blocking.
+    fn new(sock: S) -> io::Result<Self> {
+        let pd = rt().netpoll.register(sock.as_raw_fd())?;
+        Ok(Registered {
+            pd,
+            sock,
+            timeouts: Timeouts::default(),
+        })
+    }
+
+    /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in `dir`
+    /// in between, with `dir`'s timeout.
+    fn io<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
+        loop {
+            if self.pd.is_closed() {
+                return Err(crate::netpoll::closed_error());
+            }
+            match op(&self.sock) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.pd.wait(dir, deadline)?,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
+
+    fn close(&self) {
+        self.pd.close();
+    }
+}
+
+impl<S: AsRawFd> Drop for Registered<S> {
+    fn drop(&mut self) {
+        // Before `sock` is dropped (and its fd closed): the poller must not hold a
+        // closed fd.
+        rt().netpoll.deregister(&self.pd);
+    }
+}
+
+/// Per-direction timeouts, in nanoseconds (0: none).
+#[derive(Default)]
+struct Timeouts {
+    read: AtomicU64,
+    write: AtomicU64,
+}
+
+impl Timeouts {
+    fn get(&self, dir: Dir) -> Option<Duration> {
+        let ns = match dir {
+            Dir::Read => &self.read,
+            Dir::Write => &self.write,
+        }
+        .load(Ordering::Relaxed);
+        (ns != 0).then(|| Duration::from_nanos(ns))
+    }
+
+    /// As std: `Some(Duration::ZERO)` is an error.
+    fn set(&self, dir: Dir, t: Option<Duration>) -> io::Result<()> {
+        let ns = match t {
+            None => 0,
+            Some(d) if d.is_zero() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "cannot set a 0 duration timeout",
+                ));
+            }
+            Some(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        };
+        match dir {
+            Dir::Read => &self.read,
+            Dir::Write => &self.write,
+        }
+        .store(ns, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Resolves `addr` (a blocking `getaddrinfo` for names) and tries `f` on each address
+/// until one succeeds; the last error otherwise.
+fn each_addr<T>(
+    addr: impl ToSocketAddrs,
+    mut f: impl FnMut(&SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        match f(&a) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}

@@ -1,0 +1,125 @@
+//! UDP: [`UdpSocket`].
+
+use std::fmt;
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::time::Duration;
+
+use super::{each_addr, Registered};
+use crate::netpoll::Dir;
+
+/// A UDP socket on the netpoller.
+pub struct UdpSocket {
+    reg: Registered<std::net::UdpSocket>,
+}
+
+impl UdpSocket {
+    /// Binds to `addr`.
+    pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
+        let s = std::net::UdpSocket::bind(addr)?;
+        s.set_nonblocking(true)?;
+        Ok(UdpSocket {
+            reg: Registered::new(s)?,
+        })
+    }
+
+    /// Sets the default peer for `send` and `recv` (and filters received datagrams).
+    pub fn connect(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        each_addr(addr, |a| self.reg.sock.connect(a))
+    }
+
+    /// Sends a datagram to the connected peer.
+    pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.reg.io(Dir::Write, |s| s.send(buf))
+    }
+
+    /// Receives a datagram from the connected peer.
+    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reg.io(Dir::Read, |s| s.recv(buf))
+    }
+
+    /// Sends a datagram to `addr` (its first resolved address).
+    pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
+        let a = addr
+            .to_socket_addrs()?
+            .next()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
+        self.reg.io(Dir::Write, |s| s.send_to(buf, a))
+    }
+
+    /// Receives a datagram and the address it came from.
+    pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.reg.io(Dir::Read, |s| s.recv_from(buf))
+    }
+
+    /// The connected peer's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.reg.sock.peer_addr()
+    }
+
+    /// The local address.
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.reg.sock.local_addr()
+    }
+
+    /// Each receive waits at most `timeout` (`None`: no limit); expiry is
+    /// `ErrorKind::TimedOut`.
+    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.reg.timeouts.set(Dir::Read, timeout)
+    }
+
+    /// Each send waits at most `timeout` (`None`: no limit).
+    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        self.reg.timeouts.set(Dir::Write, timeout)
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.reg.timeouts.get(Dir::Read))
+    }
+
+    /// The write timeout.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(self.reg.timeouts.get(Dir::Write))
+    }
+
+    /// Sets `SO_BROADCAST`.
+    pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
+        self.reg.sock.set_broadcast(on)
+    }
+
+    /// A second handle to the same socket (a duplicated descriptor).
+    pub fn try_clone(&self) -> io::Result<UdpSocket> {
+        let s = self.reg.sock.try_clone()?;
+        Ok(UdpSocket {
+            reg: Registered::new(s)?,
+        })
+    }
+
+    /// Closes the socket: blocked and later operations fail. The descriptor is
+    /// released when the socket is dropped.
+    pub fn close(&self) {
+        self.reg.close();
+    }
+}
+
+impl AsRawFd for UdpSocket {
+    fn as_raw_fd(&self) -> RawFd {
+        self.reg.sock.as_raw_fd()
+    }
+}
+
+impl AsFd for UdpSocket {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.reg.sock.as_fd()
+    }
+}
+
+impl fmt::Debug for UdpSocket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UdpSocket")
+            .field("local", &self.local_addr().ok())
+            .finish()
+    }
+}

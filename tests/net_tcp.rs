@@ -1,0 +1,323 @@
+//! TCP on the netpoller: echo under load with every byte checked, half-close, client
+//! aborts, timeouts, close waking waiters, plain-thread clients, UDP. 127.0.0.1 only.
+
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::with_timeout;
+use goro::net::{TcpListener, TcpStream, UdpSocket};
+
+const T: Duration = Duration::from_secs(240);
+
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
+/// Echoes every connection until EOF, one coroutine per connection.
+fn echo_server() -> (SocketAddr, Arc<TcpListener>) {
+    let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+    let addr = l.local_addr().unwrap();
+    let l2 = l.clone();
+    goro::go!(move || {
+        while let Ok((s, _)) = l2.accept() {
+            goro::go!(move || {
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut s = s;
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if s.write_all(&buf[..n]).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    (addr, l)
+}
+
+fn rng(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+/// Sends `payload` and reads it back, writing and reading concurrently (a payload larger
+/// than the socket buffers would deadlock a write-then-read client).
+fn echo_check(addr: SocketAddr, payload: Vec<u8>) {
+    let s = Arc::new(TcpStream::connect(addr).unwrap());
+    let w = s.clone();
+    let len = payload.len();
+    let writer = goro::go!(move || {
+        (&*w).write_all(&payload).unwrap();
+        w.shutdown(Shutdown::Write).unwrap();
+        payload
+    });
+    let mut got = Vec::with_capacity(len);
+    (&*s).read_to_end(&mut got).unwrap();
+    let sent = writer.join().unwrap();
+    assert_eq!(got.len(), sent.len());
+    assert!(got == sent, "echoed bytes differ");
+}
+
+/// 1 000 concurrent client coroutines, payloads from 1 byte to 1 MiB (log-uniform),
+/// every byte checked.
+#[test]
+fn thousand_concurrent_clients_echo_every_byte() {
+    with_timeout(T, || {
+        let (addr, l) = echo_server();
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let clients: Vec<_> = (0..1000)
+            .map(|i| {
+                let size = 1usize << (rng(&mut seed) % 21); // 1 B .. 1 MiB
+                let size = (size + (rng(&mut seed) as usize % size.max(1))).clamp(1, 1 << 20);
+                let payload: Vec<u8> = (0..size).map(|j| (i * 31 + j * 7) as u8).collect();
+                goro::go!(move || echo_check(addr, payload))
+            })
+            .collect();
+        clients.into_iter().for_each(|h| h.join().unwrap());
+        l.close();
+    });
+}
+
+/// Half-close: the client shuts down its write side; the server finishes echoing and
+/// closes; the client sees all the data, then EOF.
+#[test]
+fn half_close_then_eof() {
+    with_timeout(T, || {
+        let (addr, _l) = echo_server();
+        goro::go!(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"hello, half-closed world").unwrap();
+            s.shutdown(Shutdown::Write).unwrap();
+            let mut back = String::new();
+            s.read_to_string(&mut back).unwrap();
+            assert_eq!(back, "hello, half-closed world");
+            // EOF stays EOF.
+            let mut b = [0u8; 8];
+            assert_eq!(s.read(&mut b).unwrap(), 0);
+        })
+        .join()
+        .unwrap();
+    });
+}
+
+/// Clients that abort mid-transfer (reset the connection) do not disturb the others.
+#[test]
+fn client_abort_does_not_disturb_others() {
+    with_timeout(T, || {
+        let (addr, _l) = echo_server();
+        let aborters: Vec<_> = (0..50)
+            .map(|_| {
+                goro::go!(move || {
+                    let s = TcpStream::connect(addr).unwrap();
+                    (&s).write_all(&vec![1u8; 300_000]).ok();
+                    // SO_LINGER 0: close sends a reset.
+                    socket2::SockRef::from(&s)
+                        .set_linger(Some(Duration::ZERO))
+                        .unwrap();
+                    drop(s);
+                })
+            })
+            .collect();
+        let good: Vec<_> = (0..50)
+            .map(|i| goro::go!(move || echo_check(addr, vec![i as u8; 100_000])))
+            .collect();
+        aborters.into_iter().for_each(|h| h.join().unwrap());
+        good.into_iter().for_each(|h| h.join().unwrap());
+        // The server still serves.
+        echo_check(addr, b"still here".to_vec());
+    });
+}
+
+/// A read timeout fires, and the stream still works afterwards.
+#[test]
+fn read_timeout_fires_and_stream_still_works() {
+    with_timeout(T, || {
+        let check = move || {
+            let (addr, _l) = echo_server();
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
+            assert_eq!(s.read_timeout().unwrap(), Some(Duration::from_millis(30)));
+            let t = Instant::now();
+            let mut b = [0u8; 4];
+            let e = s.read(&mut b).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::TimedOut);
+            assert!(t.elapsed() >= Duration::from_millis(30));
+            s.write_all(b"ping").unwrap();
+            s.read_exact(&mut b).unwrap();
+            assert_eq!(&b, b"ping");
+            assert!(s.set_read_timeout(Some(Duration::ZERO)).is_err());
+            s.set_read_timeout(None).unwrap();
+        };
+        check();
+        goro::go!(check).join().unwrap();
+    });
+}
+
+/// close() from one coroutine wakes another blocked in a read on the same stream, and
+/// a closed listener's accept fails.
+#[test]
+fn close_wakes_blocked_waiters() {
+    with_timeout(T, || {
+        let (addr, l) = echo_server();
+        let s = Arc::new(TcpStream::connect(addr).unwrap());
+        let s2 = s.clone();
+        let reader = goro::go!(move || {
+            let mut b = [0u8; 16];
+            (&*s2).read(&mut b)
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        s.close();
+        let r = reader.join().unwrap();
+        assert!(
+            r.is_err() || r.unwrap() == 0,
+            "a read on a closed stream succeeded"
+        );
+        assert!((&*s).write(b"x").is_err());
+
+        let l2 = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+        let l3 = l2.clone();
+        let acceptor = goro::go!(move || l3.accept().map(|_| ()));
+        std::thread::sleep(Duration::from_millis(20));
+        l2.close();
+        assert!(acceptor.join().unwrap().is_err());
+        drop(l);
+    });
+}
+
+/// Plain-thread clients against the coroutine server, and a plain-thread server.
+#[test]
+fn plain_threads_on_either_side() {
+    with_timeout(T, || {
+        let (addr, _l) = echo_server();
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                std::thread::spawn(move || {
+                    let mut s = TcpStream::connect(addr).unwrap();
+                    for j in 0..200u32 {
+                        let msg = (i * 1000 + j).to_le_bytes();
+                        s.write_all(&msg).unwrap();
+                        let mut b = [0u8; 4];
+                        s.read_exact(&mut b).unwrap();
+                        assert_eq!(b, msg);
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        // A thread accepts; a coroutine connects.
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = l.local_addr().unwrap();
+        let c = goro::go!(move || {
+            let mut s = TcpStream::connect(a).unwrap();
+            s.write_all(b"from a coroutine").unwrap();
+        });
+        let (mut s, _) = l.accept().unwrap();
+        let mut got = String::new();
+        s.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "from a coroutine");
+        c.join().unwrap();
+    });
+}
+
+#[test]
+fn connect_errors_and_addresses() {
+    with_timeout(T, || {
+        // Nobody listens on a port we just freed: refused, as an Err.
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let e = goro::go!(move || TcpStream::connect(("127.0.0.1", port)).map(|_| ()))
+            .join()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
+        let (addr, _l) = echo_server();
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+        assert_eq!(s.peer_addr().unwrap(), addr);
+        assert_eq!(s.local_addr().unwrap().ip(), addr.ip());
+        s.set_nodelay(true).unwrap();
+        assert!(s.nodelay().unwrap());
+        assert!(TcpStream::connect_timeout(&addr, Duration::ZERO).is_err());
+        // try_clone: the clone reads what the original's peer sends.
+        let c = s.try_clone().unwrap();
+        (&s).write_all(b"abc").unwrap();
+        let mut b = [0u8; 3];
+        (&c).read_exact(&mut b).unwrap();
+        assert_eq!(&b, b"abc");
+    });
+}
+
+/// Many accept/close cycles do not leak descriptors or registrations.
+#[test]
+fn connections_come_and_go() {
+    with_timeout(T, || {
+        let (addr, _l) = echo_server();
+        let done = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..20)
+            .map(|_| {
+                let done = done.clone();
+                goro::go!(move || {
+                    for _ in 0..100 {
+                        echo_check(addr, b"x".to_vec());
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        assert_eq!(done.load(Ordering::SeqCst), 2000);
+    });
+}
+
+#[test]
+fn udp_round_trips() {
+    with_timeout(T, || {
+        let server = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let saddr = server.local_addr().unwrap();
+        let s2 = server.clone();
+        let srv = goro::go!(move || {
+            let mut buf = [0u8; 1500];
+            for _ in 0..400 {
+                let (n, from) = s2.recv_from(&mut buf).unwrap();
+                s2.send_to(&buf[..n], from).unwrap();
+            }
+        });
+        let clients: Vec<_> = (0..4)
+            .map(|i| {
+                goro::go!(move || {
+                    let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+                    c.connect(saddr).unwrap();
+                    assert_eq!(c.peer_addr().unwrap(), saddr);
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    for j in 0..100u32 {
+                        let msg = (i * 1000 + j).to_be_bytes();
+                        c.send(&msg).unwrap();
+                        let mut b = [0u8; 16];
+                        let n = c.recv(&mut b).unwrap();
+                        assert_eq!(&b[..n], &msg);
+                    }
+                })
+            })
+            .collect();
+        clients.into_iter().for_each(|h| h.join().unwrap());
+        srv.join().unwrap();
+        // A receive timeout.
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut b = [0u8; 4];
+        assert_eq!(u.recv_from(&mut b).unwrap_err().kind(), ErrorKind::TimedOut);
+    });
+}
