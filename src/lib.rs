@@ -20,8 +20,8 @@ mod macros;
 pub struct ReadmeDoctests;
 
 pub use goro_runtime::{
-    current_id, maxprocs, num_goroutines, set_maxprocs, spawn, yield_now, Builder, JoinHandle,
-    DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    blocking, current_id, maxprocs, num_goroutines, preempt_point, set_maxprocs, spawn, yield_now,
+    Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
 /// Parking and unparking coroutines and threads: the primitive every blocking
@@ -69,7 +69,13 @@ pub mod net {
     pub use goro_runtime::net::*;
 }
 
-/// Introspection.
+/// File I/O through [`blocking`]: [`read`](fs::read), [`write`](fs::write),
+/// [`File`](fs::File) and friends, mirroring `std::fs`.
+pub mod fs {
+    pub use goro_runtime::fs::*;
+}
+
+/// Introspection: the coroutine dump, the stack guard in use.
 pub mod debug {
-    pub use goro_runtime::debug::{stack_guard_kind, GuardKind};
+    pub use goro_runtime::debug::{dump, stack_guard_kind, GuardKind};
 }

@@ -272,10 +272,58 @@ fn config() -> Criterion {
         .sample_size(20)
 }
 
+/// `Syscall`: the cost of a blocking call that returns at once (Go's
+/// `BenchmarkSyscall`, runtime/proc_test.go: entersyscall + exitsyscall around
+/// nothing), from one coroutine: the fast path, where the P is taken back with one CAS.
+/// - `noop`: `goro::blocking(|| ())`;
+/// - `getppid`: a real, short system call inside `goro::blocking`;
+/// - `getppid_plain`: the same system call without `blocking`, for the difference.
+fn syscall(c: &mut Criterion) {
+    let mut g = c.benchmark_group("Syscall");
+    g.bench_function("noop", |b| {
+        b.iter_custom(|iters| {
+            in_coroutine(move || {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    goro::blocking(|| std::hint::black_box(()));
+                }
+                start.elapsed()
+            })
+        })
+    });
+    let getppid = || {
+        // SAFETY: getppid has no preconditions.
+        unsafe { libc::getppid() }
+    };
+    g.bench_function("getppid", |b| {
+        b.iter_custom(|iters| {
+            in_coroutine(move || {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    std::hint::black_box(goro::blocking(getppid));
+                }
+                start.elapsed()
+            })
+        })
+    });
+    g.bench_function("getppid_plain", |b| {
+        b.iter_custom(|iters| {
+            in_coroutine(move || {
+                let start = Instant::now();
+                for _ in 0..iters {
+                    std::hint::black_box(getppid());
+                }
+                start.elapsed()
+            })
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = proc;
     config = config();
-    targets = spawn_join, gosched, park_ping_pong, corosensei_switch
+    targets = spawn_join, gosched, park_ping_pong, corosensei_switch, syscall
 }
 
 // criterion_main!, plus a line saying how many Ps the runtime runs with.

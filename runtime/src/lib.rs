@@ -17,6 +17,8 @@
 #![warn(missing_docs)]
 
 mod config;
+pub mod debug;
+pub mod fs;
 mod loom;
 pub mod net;
 mod netpoll;
@@ -33,16 +35,14 @@ pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use spawn::{panic_message, spawn, Builder, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 
+pub use sched::syscall::blocking;
+pub use sched::sysmon::preempt_point;
+
 /// Yields the processor to other coroutines: the caller goes to the back of its P's
 /// run queue (Go: `runtime.Gosched`). On a plain thread, `std::thread::yield_now`.
 #[inline]
 pub fn yield_now() {
     sched::yield_now();
-}
-
-/// Introspection for tests and tools.
-pub mod debug {
-    pub use crate::stack::{guard_kind as stack_guard_kind, GuardKind};
 }
 
 /// The lock-free protocol types, for the loom models in `tests/loom_*.rs`. Only built

@@ -69,6 +69,8 @@ pub(crate) struct Netpoll {
     waiters: AtomicUsize,
     /// Registered descriptors.
     registered: AtomicUsize,
+    /// When an M last polled (blocking or not): sysmon's backstop polls after 10 ms.
+    last_poll: AtomicI64,
 }
 
 /// The descriptor table: a slab whose keys carry a generation.
@@ -93,6 +95,7 @@ impl Netpoll {
             table: Mutex::new(Table::default()),
             waiters: AtomicUsize::new(0),
             registered: AtomicUsize::new(0),
+            last_poll: AtomicI64::new(0),
         })
     }
 
@@ -102,7 +105,6 @@ impl Netpoll {
     }
 
     /// Registered sockets now.
-    #[allow(dead_code)] // read by the deadlock detector (sysmon issue)
     pub(crate) fn registered(&self) -> usize {
         self.registered.load(Ordering::Relaxed)
     }
@@ -198,8 +200,14 @@ impl Netpoll {
             if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
                 self.dispatch(&events);
             }
+            self.last_poll.store(nanotime(), Ordering::Relaxed);
         }
         self.busy.store(false, Ordering::Release);
+    }
+
+    /// When an M last polled (runtime clock, ns).
+    pub(crate) fn last_poll(&self) -> i64 {
+        self.last_poll.load(Ordering::Relaxed)
     }
 
     /// Whether an M is in the poller now.
@@ -250,6 +258,7 @@ impl Netpoll {
             !events.is_empty()
         };
         let now = nanotime();
+        self.last_poll.store(now, Ordering::Relaxed);
         if !woke_by_event && wake_at != MAX_WHEN && now >= wake_at {
             // A timeout: learn how late the kernel was (Relaxed: a tuning hint).
             let avg = self.late_avg.load(Ordering::Relaxed);

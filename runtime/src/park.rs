@@ -45,7 +45,7 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 use crate::loom::{AtomicU64, Ordering};
-use crate::sched::{self, g::GRef, timers as sched_timers};
+use crate::sched::{self, g::GRef, sysmon, timers as sched_timers};
 use crate::timers::{when_of_instant, TimerInner};
 
 const STATE_MASK: u64 = 0b11;
@@ -267,13 +267,57 @@ impl fmt::Display for WaitReason {
 pub(crate) struct ThreadWaiter {
     cell: WaitCell,
     thread: Thread,
+    /// Whether this thread counts in the deadlock check (it is not an M).
+    counted: bool,
+}
+
+impl ThreadWaiter {
+    fn new() -> ThreadWaiter {
+        // A thread that waits on the runtime is one the deadlock check counts, except
+        // an M (waiting inside `blocking`): its coroutine's `Syscall` status already
+        // holds the check off, and the M outlives the wait.
+        let counted = !crate::sched::on_m();
+        if counted {
+            sysmon::KNOWN_THREADS.fetch_add(1, Ordering::SeqCst);
+        }
+        ThreadWaiter {
+            cell: WaitCell::new(),
+            thread: thread::current(),
+            counted,
+        }
+    }
+}
+
+impl Drop for ThreadWaiter {
+    fn drop(&mut self) {
+        if self.counted {
+            sysmon::KNOWN_THREADS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// Counts the calling thread as waiting on the runtime while it blocks.
+struct Waiting(bool);
+
+impl Waiting {
+    fn new(t: &ThreadWaiter) -> Waiting {
+        if t.counted {
+            sysmon::WAITING_THREADS.fetch_add(1, Ordering::SeqCst);
+        }
+        Waiting(t.counted)
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        if self.0 {
+            sysmon::WAITING_THREADS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 thread_local! {
-    static THREAD_WAITER: Arc<ThreadWaiter> = Arc::new(ThreadWaiter {
-        cell: WaitCell::new(),
-        thread: thread::current(),
-    });
+    static THREAD_WAITER: Arc<ThreadWaiter> = Arc::new(ThreadWaiter::new());
 }
 
 #[derive(Clone)]
@@ -379,6 +423,7 @@ pub fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F) {
         commit();
         THREAD_WAITER.with(|t| {
             if t.cell.try_park() {
+                let _w = Waiting::new(t);
                 while !t.cell.is_notified() {
                     thread::park();
                 }
@@ -443,6 +488,7 @@ fn park_thread_timeout<F: FnOnce()>(deadline: Instant, commit: F) -> bool {
             return false;
         }
         let seq = t.cell.seq();
+        let _w = Waiting::new(t);
         loop {
             if t.cell.is_notified() {
                 return false;

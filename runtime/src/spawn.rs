@@ -98,6 +98,7 @@ impl<T> Packet<T> {
 pub struct Builder {
     name: Option<String>,
     stack_size: Option<usize>,
+    pinned: bool,
 }
 
 impl Builder {
@@ -120,6 +121,17 @@ impl Builder {
         self
     }
 
+    /// Pins the coroutine to one OS thread (Go: `runtime.LockOSThread` for the whole
+    /// life of a goroutine). A pinned coroutine always runs on the M that first runs
+    /// it: when it parks, that M hands its P to another M and waits; when it is
+    /// readied, the P is handed back to it. For code that needs thread affinity
+    /// (thread-locals, thread-bound FFI state). Each switch to or from a pinned
+    /// coroutine costs an OS thread wake-up, so pin only what needs it.
+    pub fn pinned(mut self, pinned: bool) -> Builder {
+        self.pinned = pinned;
+        self
+    }
+
     /// Spawns the coroutine. Fails, without running anything, if the stack size is out
     /// of range or a stack cannot be mapped (the error then names `vm.max_map_count`
     /// when that limit is the likely cause).
@@ -134,7 +146,7 @@ impl Builder {
             joiner: UnsafeCell::new(None),
         });
         let theirs = packet.clone();
-        let id = sched::spawn_g(self.name, self.stack_size, move || {
+        let id = sched::spawn_g(self.name, self.stack_size, self.pinned, move || {
             let r = catch_unwind(AssertUnwindSafe(f));
             theirs.complete(r);
         })?;

@@ -20,6 +20,7 @@ use crate::timers::{nanotime, when_of_instant, TimerInner};
 /// (`std::thread::sleep`). A zero duration returns at once; `Duration::MAX` sleeps
 /// forever (the coroutine stays parked, see docs/caveats.md).
 pub fn sleep(d: Duration) {
+    crate::preempt_point();
     if d.is_zero() {
         return;
     }

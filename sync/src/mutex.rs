@@ -58,6 +58,7 @@ impl RawMutex {
 
     #[inline]
     pub(crate) fn lock(&self) {
+        goro_runtime::preempt_point();
         // Fast path: grab an unlocked mutex. Acquire: pairs with unlock's Release.
         if self
             .state

@@ -13,8 +13,9 @@
 //! error (Go's `Close`); the descriptor is released when the value is dropped.
 //!
 //! Writes never raise SIGPIPE (std sends with `MSG_NOSIGNAL`); a reset peer is an
-//! `Err`. Name resolution (`ToSocketAddrs`) is a blocking `getaddrinfo` on the calling
-//! thread (see docs/caveats.md).
+//! `Err`. Name resolution (`ToSocketAddrs`, a blocking `getaddrinfo` for host names)
+//! runs inside [`blocking`](crate::blocking), so a slow DNS server holds up only the
+//! coroutine that asked.
 
 mod tcp;
 mod udp;
@@ -53,6 +54,7 @@ impl<S: AsRawFd> Registered<S> {
     /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in `dir`
     /// in between, with `dir`'s timeout.
     fn io<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
         loop {
             if self.pd.is_closed() {
@@ -117,14 +119,20 @@ impl Timeouts {
     }
 }
 
-/// Resolves `addr` (a blocking `getaddrinfo` for names) and tries `f` on each address
-/// until one succeeds; the last error otherwise.
+/// Resolves `addr`: for host names a blocking `getaddrinfo`, run as a blocking call so
+/// that the coroutine's P keeps serving the others.
+pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
+    crate::blocking(|| addr.to_socket_addrs().map(|it| it.collect()))
+}
+
+/// Resolves `addr` and tries `f` on each address until one succeeds; the last error
+/// otherwise.
 fn each_addr<T>(
     addr: impl ToSocketAddrs,
     mut f: impl FnMut(&SocketAddr) -> io::Result<T>,
 ) -> io::Result<T> {
     let mut last = None;
-    for a in addr.to_socket_addrs()? {
+    for a in resolve(addr)? {
         match f(&a) {
             Ok(v) => return Ok(v),
             Err(e) => last = Some(e),

@@ -24,7 +24,7 @@ pub struct TcpListener {
 impl TcpListener {
     /// Binds to `addr` and listens.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let l = std::net::TcpListener::bind(addr)?;
+        let l = each_addr(addr, |a| std::net::TcpListener::bind(a))?;
         l.set_nonblocking(true)?;
         Ok(TcpListener {
             reg: Registered::new(l)?,

@@ -17,7 +17,7 @@ pub struct UdpSocket {
 impl UdpSocket {
     /// Binds to `addr`.
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<UdpSocket> {
-        let s = std::net::UdpSocket::bind(addr)?;
+        let s = each_addr(addr, |a| std::net::UdpSocket::bind(a))?;
         s.set_nonblocking(true)?;
         Ok(UdpSocket {
             reg: Registered::new(s)?,
@@ -41,8 +41,8 @@ impl UdpSocket {
 
     /// Sends a datagram to `addr` (its first resolved address).
     pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
-        let a = addr
-            .to_socket_addrs()?
+        let a = super::resolve(addr)?
+            .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
         self.reg.io(Dir::Write, |s| s.send_to(buf, a))

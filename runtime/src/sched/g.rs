@@ -1,7 +1,7 @@
 //! G: a coroutine, its status and its wait reason.
 
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
@@ -15,6 +15,44 @@ pub(crate) type GRef = Arc<G>;
 
 type GCoroutine = Coroutine<(), Request, (), Stack>;
 
+/// What a G is doing (Go: the _G* statuses).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum GStatus {
+    /// In a run queue or `runnext`, or about to be.
+    Runnable = 0,
+    /// Running on an M.
+    Running = 1,
+    /// Parked.
+    Waiting = 2,
+    /// In `goro::blocking`.
+    Syscall = 3,
+    /// Its coroutine has returned.
+    Dead = 4,
+}
+
+impl GStatus {
+    fn from_u8(v: u8) -> GStatus {
+        match v {
+            0 => GStatus::Runnable,
+            1 => GStatus::Running,
+            2 => GStatus::Waiting,
+            3 => GStatus::Syscall,
+            _ => GStatus::Dead,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            GStatus::Runnable => "runnable",
+            GStatus::Running => "running",
+            GStatus::Waiting => "waiting",
+            GStatus::Syscall => "blocking call",
+            GStatus::Dead => "dead",
+        }
+    }
+}
+
 /// What a G asks of its M when it suspends.
 pub(crate) enum Request {
     /// `yield_now`: put me at the tail of the local run queue.
@@ -22,6 +60,8 @@ pub(crate) enum Request {
     /// `park_commit`: run this commit action (a closure on my stack, which stays valid
     /// while I am suspended), then park me unless I was woken already.
     Park(*mut (dyn FnMut() + 'static)),
+    /// Back from a blocking call with no P to run on: queue me globally and park the M.
+    ExitSyscall,
 }
 
 /// A coroutine.
@@ -49,9 +89,20 @@ pub(crate) struct G {
     pub(crate) wait: WaitCell,
     /// A `WaitReason` as u8. Written by the G, read by the dump.
     wait_reason: AtomicU8,
+    /// A `GStatus` as u8. Written by the G's owner; read by the dump and sysmon.
+    status: AtomicU8,
+    /// When the G last parked, on the runtime's coarse clock. Read by the dump.
+    pub(crate) wait_since: AtomicI64,
+    /// The G's index in its `AllGs` shard (under that shard's lock).
+    pub(crate) reg_idx: AtomicU32,
     co: UnsafeCell<Option<GCoroutine>>,
     yielder: UnsafeCell<*const Yielder<(), Request>>,
     parked_self_ref: UnsafeCell<bool>,
+    /// Whether the G is pinned to the M that first runs it (Go: LockOSThread).
+    pub(crate) pinned: bool,
+    /// The M a pinned G is bound to, once it has run (owner-only). Ms are leaked, so
+    /// the pointer stays valid; that M does not leave the pool while the G lives.
+    locked_m: UnsafeCell<*const super::m::M>,
 }
 
 // SAFETY: the coroutine inside a G may be resumed on any M. That is the runtime's
@@ -68,6 +119,7 @@ impl G {
     pub(crate) fn new(
         id: u64,
         name: Option<String>,
+        pinned: bool,
         stack: Stack,
         main: impl FnOnce() + Send + 'static,
     ) -> GRef {
@@ -92,10 +144,33 @@ impl G {
             },
             wait: WaitCell::new(),
             wait_reason: AtomicU8::new(WaitReason::None as u8),
+            status: AtomicU8::new(GStatus::Runnable as u8),
+            wait_since: AtomicI64::new(0),
+            reg_idx: AtomicU32::new(u32::MAX),
             co: UnsafeCell::new(Some(co)),
             yielder: UnsafeCell::new(std::ptr::null()),
             parked_self_ref: UnsafeCell::new(false),
+            pinned,
+            locked_m: UnsafeCell::new(std::ptr::null()),
         })
+    }
+
+    /// The M this pinned G is bound to, or null before its first run.
+    ///
+    /// # Safety
+    /// The caller owns the G.
+    pub(crate) unsafe fn locked_m(&self) -> *const super::m::M {
+        // SAFETY: owner-only field (caller's contract).
+        unsafe { *self.locked_m.get() }
+    }
+
+    /// Binds this pinned G to `m`.
+    ///
+    /// # Safety
+    /// The caller owns the G.
+    pub(crate) unsafe fn set_locked_m(&self, m: *const super::m::M) {
+        // SAFETY: owner-only field (caller's contract).
+        unsafe { *self.locked_m.get() = m };
     }
 
     pub(crate) fn set_wait_reason(&self, r: WaitReason) {
@@ -103,9 +178,18 @@ impl G {
         self.wait_reason.store(r as u8, Ordering::Relaxed);
     }
 
-    #[allow(dead_code)] // read by the coroutine dump
     pub(crate) fn wait_reason(&self) -> WaitReason {
         WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn set_status(&self, s: GStatus) {
+        // Relaxed: informational (the dump, sysmon's deadlock check, which re-checks
+        // its conclusion over time); ownership moves with the run queues.
+        self.status.store(s as u8, Ordering::Relaxed);
+    }
+
+    pub(crate) fn status(&self) -> GStatus {
+        GStatus::from_u8(self.status.load(Ordering::Relaxed))
     }
 
     /// Runs the G until it suspends or ends.

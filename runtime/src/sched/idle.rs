@@ -52,6 +52,14 @@ impl Spinning {
             .is_ok()
     }
 
+    /// Reserves the spinning slot if nobody spins (nmspinning 0 -> 1), for an M that
+    /// sysmon starts with a retaken P. The caller must start an M or cancel.
+    pub fn try_reserve(&self) -> bool {
+        self.nmspinning
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+    }
+
     /// Go's `2*nmspinning < gomaxprocs - npidle` rule: may one more M spin?
     pub fn may_spin(&self, gomaxprocs: usize) -> bool {
         2 * self.nmspinning() < gomaxprocs.saturating_sub(self.npidle())

@@ -4,55 +4,101 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
 
-use super::g::G;
+use super::g::{GRef, G};
 use super::p::{HeldP, P};
 use super::{fatal, rt};
 
-/// An M's own state. Lives as long as its thread (Ms never exit), on that thread only.
+/// An M's own state, used on its thread only. Leaked: an M that leaves the pool (see
+/// `stopm`) ends its thread but its `M` stays valid for pointers to it.
 pub(crate) struct M {
     pub(crate) id: usize,
     /// What other threads use to hand this M a P and wake it.
     pub(crate) shared: Arc<MShared>,
     /// The P this M holds.
     p: Cell<Option<HeldP>>,
+    /// The P this M held when it entered a blocking call (see "the syscall hand-off").
+    oldp: Cell<Option<&'static P>>,
     /// The G this M is running (set around each resume), or null.
     curg: Cell<*const G>,
     /// Whether this M is counted in `nmspinning`.
     pub(crate) spinning: Cell<bool>,
+    /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
+    locked_g: Cell<*const G>,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
 pub(crate) struct MShared {
-    /// The P (and spinning flag) handed over by `startm`.
-    next: Mutex<Option<(&'static P, bool)>>,
+    /// What `hand` gives the parked M.
+    next: Mutex<Option<Handoff>>,
     /// Set (Release) after `next` is filled; cleared by the M when it wakes.
     woken: AtomicBool,
     thread: Thread,
 }
 
+/// A P handed to a parked M: to spin with, or (for the M of a pinned coroutine) to run
+/// that coroutine on.
+pub(crate) struct Handoff {
+    pub(crate) p: &'static P,
+    pub(crate) spinning: bool,
+    pub(crate) g: Option<GRef>,
+}
+
 impl MShared {
     /// Hands `p` to this parked M and wakes it (Go: notewakeup(&mp.park)).
     pub(crate) fn hand(&self, p: &'static P, spinning: bool) {
-        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some((p, spinning));
+        self.hand_over(Handoff {
+            p,
+            spinning,
+            g: None,
+        });
+    }
+
+    /// Hands `p` and the pinned coroutine `g` to `g`'s own M (Go: startlockedm).
+    pub(crate) fn hand_locked(&self, p: &'static P, g: GRef) {
+        self.hand_over(Handoff {
+            p,
+            spinning: false,
+            g: Some(g),
+        });
+    }
+
+    fn hand_over(&self, h: Handoff) {
+        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
         // Release: pairs with the Acquire swap in `wait_for_p`.
         self.woken.store(true, Ordering::Release);
         self.thread.unpark();
     }
 
-    /// Parks the calling M until `hand` gives it a P (Go: notesleep).
-    fn wait_for_p(&self) -> (&'static P, bool) {
+    /// Parks the calling M until `hand` gives it a P (Go: notesleep), or `timeout`
+    /// passes (`None`).
+    fn wait_for_p(&self, timeout: Option<Duration>) -> Option<Handoff> {
+        let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            // Acquire: pairs with the Release store in `hand`.
+            // Acquire: pairs with the Release store in `hand_over`.
             if self.woken.swap(false, Ordering::Acquire) {
                 if let Some(next) = self.next.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                    return next;
+                    return Some(next);
                 }
             }
-            thread::park();
+            match deadline {
+                None => thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    thread::park_timeout(d - now);
+                }
+            }
         }
     }
 }
+
+/// Unwinds an exiting M's scheduler stack back to `m_loop` (an idle M beyond the pool
+/// it needs; see `M::stopm`). Raised with `resume_unwind`, so no panic hook runs.
+pub(crate) struct ExitM;
 
 thread_local! {
     /// The M of this thread, or null on a thread that is not an M. Const-initialised
@@ -108,6 +154,16 @@ impl M {
         // SAFETY: the caller took `p` from the idle list or a hand-off, so this M is
         // now its only holder.
         self.p.set(Some(unsafe { HeldP::new(p) }));
+        super::sysmon::wake_if_asleep();
+    }
+
+    /// Takes back `p`, the P this M held before a blocking call, after winning it back
+    /// with the `Syscall -> Running` CAS (the blocking call's fast path: no status
+    /// store, and sysmon cannot be in its deep sleep while a P was in a call).
+    #[inline]
+    pub(crate) fn reacquirep(&self, p: &'static P) {
+        // SAFETY: the CAS made this M the P's only holder again.
+        self.p.set(Some(unsafe { HeldP::new(p) }));
     }
 
     /// Gives up this M's P (Go: releasep); the caller puts it on the idle list or
@@ -119,30 +175,114 @@ impl M {
         }
     }
 
+    /// Lets go of the P for a blocking call, remembering it as `oldp`.
+    pub(crate) fn enter_syscall(&self) {
+        let p = self.releasep();
+        self.oldp.set(Some(p));
+    }
+
+    /// The P held before the blocking call (no longer necessarily ours).
+    pub(crate) fn leave_syscall(&self) -> &'static P {
+        match self.oldp.take() {
+            Some(p) => p,
+            None => fatal!("leave_syscall: M {} was not in a blocking call", self.id),
+        }
+    }
+
     pub(crate) fn set_curg(&self, g: *const G) {
         self.curg.set(g);
     }
 
     /// Parks this M until it is handed a P (Go: stopm). Must hold no P.
+    ///
+    /// An M that waits longer than the idle timeout while more Ms exist than the Ps
+    /// need (blocking calls grew the pool) leaves the pool and its thread exits.
     pub(crate) fn stopm(&self) {
         if self.p.get().is_some() {
             fatal!("stopm: M {} still holds a P", self.id);
         }
-        rt().sched
+        let rt = rt();
+        rt.sched
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .idle_ms
             .push(self.shared.clone());
-        let (p, spinning) = self.shared.wait_for_p();
-        self.acquirep(p);
-        self.spinning.set(spinning);
+        loop {
+            if let Some(h) = self.shared.wait_for_p(Some(idle_m_timeout())) {
+                if h.g.is_some() {
+                    fatal!("stopm: M {} was handed a pinned coroutine", self.id);
+                }
+                self.acquirep(h.p);
+                self.spinning.set(h.spinning);
+                return;
+            }
+            // Idle for a while: leave if the pool is bigger than the Ps need.
+            if rt.nm_alive.load(Ordering::Relaxed) <= rt.procs() + 1 {
+                continue;
+            }
+            let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(i) = s.idle_ms.iter().position(|x| Arc::ptr_eq(x, &self.shared)) {
+                s.idle_ms.swap_remove(i);
+                drop(s);
+                std::panic::resume_unwind(Box::new(ExitM));
+            }
+            // Not on the list: someone is handing us a P right now.
+        }
     }
+
+    /// The pinned coroutine this M is dedicated to, or null.
+    pub(crate) fn locked_g(&self) -> *const G {
+        self.locked_g.get()
+    }
+
+    pub(crate) fn set_locked_g(&self, g: *const G) {
+        self.locked_g.set(g);
+    }
+
+    /// Gives this M's P away and waits for its pinned coroutine to be handed back with a
+    /// P (Go: stoplockedm). Returns the coroutine.
+    pub(crate) fn stoplockedm(&self) -> GRef {
+        // No P after a blocking call whose P was retaken (see execute's ExitSyscall).
+        if self.p.get().is_some() {
+            let p = self.releasep();
+            super::schedule::handoffp(p);
+        }
+        loop {
+            if let Some(h) = self.shared.wait_for_p(None) {
+                match h.g {
+                    Some(g) => {
+                        self.acquirep(h.p);
+                        return g;
+                    }
+                    None => fatal!(
+                        "stoplockedm: M {} was handed a P without its coroutine",
+                        self.id
+                    ),
+                }
+            }
+        }
+    }
+}
+
+/// How long an idle M beyond the pool's needs waits before it exits
+/// (`GORO_IDLE_M_EXIT_MS`, default 5 s).
+fn idle_m_timeout() -> Duration {
+    static T: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *T.get_or_init(|| {
+        let ms = std::env::var("GORO_IDLE_M_EXIT_MS")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|&ms| ms > 0)
+            .unwrap_or(5_000);
+        Duration::from_millis(ms)
+    })
 }
 
 /// Starts a new M holding `p` (Go: newm). Aborts if the OS refuses a thread: the
 /// runtime cannot keep its promise to run queued coroutines without one.
 pub(crate) fn newm(p: &'static P, spinning: bool) {
     let id = rt().nm.fetch_add(1, Ordering::Relaxed);
+    rt().nm_alive.fetch_add(1, Ordering::Relaxed);
     let spawned = thread::Builder::new()
         .name(format!("goro-m{id}"))
         .spawn(move || {
@@ -156,14 +296,21 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 id,
                 shared,
                 p: Cell::new(None),
+                oldp: Cell::new(None),
                 curg: Cell::new(std::ptr::null()),
                 spinning: Cell::new(spinning),
+                locked_g: Cell::new(std::ptr::null()),
             }));
             CURRENT_M.with(|c| c.set(m));
+            super::sysmon::start();
             m.acquirep(p);
-            super::schedule::m_loop(m)
+            super::schedule::m_loop(m);
+            // The M left the pool (see stopm): its thread ends here.
+            CURRENT_M.with(|c| c.set(std::ptr::null()));
+            rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         });
     if let Err(e) = spawned {
+        rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         fatal!("newm: cannot start an OS thread for M {id}: {e}");
     }
 }

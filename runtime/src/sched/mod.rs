@@ -83,12 +83,15 @@
 //! runtime's own per-M state is re-read after every switch through `#[inline(never)]`
 //! accessors ([`m::current_m`]) and never cached across one.
 
+pub(crate) mod allgs;
 pub(crate) mod g;
 pub(crate) mod idle;
 pub(crate) mod m;
 pub(crate) mod p;
 pub(crate) mod runq;
-mod schedule;
+pub(crate) mod schedule;
+pub(crate) mod syscall;
+pub(crate) mod sysmon;
 pub(crate) mod timers;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
@@ -175,6 +178,14 @@ pub(crate) struct Runtime {
     pub(crate) netpoll: Netpoll,
     /// Round-robin cursor for timers set from plain threads.
     pub(crate) timer_rr: AtomicUsize,
+    /// Every live coroutine (for the dump and deadlock detection).
+    pub(crate) allgs: allgs::AllGs,
+    /// A clock sysmon advances on every round: cheap to read where precision does not
+    /// matter (how long a coroutine has been parked).
+    pub(crate) coarse_now: AtomicI64,
+    /// Ms whose threads are running (`nm` minus those that left the pool). Relaxed
+    /// everywhere: only the idle-M exit heuristic and the trace read it.
+    pub(crate) nm_alive: AtomicUsize,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -208,6 +219,9 @@ fn init() -> &'static Runtime {
             netpoll: Netpoll::new()
                 .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
             timer_rr: AtomicUsize::new(0),
+            allgs: allgs::AllGs::new(),
+            coarse_now: AtomicI64::new(crate::timers::nanotime()),
+            nm_alive: AtomicUsize::new(0),
         };
         rt.resize_locked(&mut rt.sched.lock().unwrap(), cfg.maxprocs);
         rt
@@ -299,6 +313,11 @@ pub fn current_id() -> Option<u64> {
         // SAFETY: the running G is alive while it runs (its M holds it).
         Some(unsafe { (*g).id })
     }
+}
+
+/// Whether the calling thread is one of the runtime's Ms.
+pub(crate) fn on_m() -> bool {
+    m::current_m().is_some()
 }
 
 /// The spinning half of `sync_support::can_spin`: another P must be running (not all

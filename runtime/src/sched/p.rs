@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
 
@@ -19,6 +19,8 @@ pub(crate) enum PStatus {
     Idle = 0,
     /// Held by an M that runs coroutines or looks for work.
     Running = 1,
+    /// Its M is in a blocking call; sysmon may take it (see "the syscall hand-off").
+    Syscall = 2,
     /// New, or above `gomaxprocs`: not on the idle list, never handed out.
     Dead = 3,
 }
@@ -37,6 +39,15 @@ pub(crate) struct P {
     pub(crate) stealer: Stealer<GRef>,
     /// This P's timers (shared: other Ps steal due timers, anyone adds).
     pub(crate) timers: PTimers,
+    /// Blocking calls entered so far (wrapping). Written by the holder; read by sysmon
+    /// to tell one long call from several short ones.
+    pub(crate) syscall_tick: AtomicU32,
+    /// Scheduling ticks, published by the holder for sysmon (`PLocal::tick` is the
+    /// owner's copy).
+    pub(crate) tick_pub: AtomicU32,
+    /// Set by sysmon when the coroutine on this P has run too long; cleared and acted
+    /// on (a yield) at the coroutine's next preemption point.
+    pub(crate) preempt: AtomicBool,
     /// Coroutines spawned on this P minus coroutines that ended on it (may be
     /// negative). Written only by the holder (a load and a store, no RMW); summed by
     /// `num_goroutines`.
@@ -78,6 +89,9 @@ impl P {
             runnext: RunNext::new(),
             stealer,
             timers: PTimers::new(),
+            syscall_tick: AtomicU32::new(0),
+            tick_pub: AtomicU32::new(0),
+            preempt: AtomicBool::new(false),
             gcount: AtomicI64::new(0),
             local: UnsafeCell::new(PLocal {
                 runq,
@@ -99,8 +113,22 @@ impl P {
         match self.status.load(Ordering::Relaxed) {
             0 => PStatus::Idle,
             1 => PStatus::Running,
+            2 => PStatus::Syscall,
             _ => PStatus::Dead,
         }
+    }
+
+    /// Stores the status with an explicit ordering (the syscall hand-off).
+    pub(crate) fn store_status(&self, s: PStatus, o: Ordering) {
+        self.status.store(s as u8, o);
+    }
+
+    /// One of the two CASes of the syscall hand-off. AcqRel: the winner takes over the
+    /// P's local state published by the Release store of `blocking`.
+    pub(crate) fn cas_status(&self, from: PStatus, to: PStatus) -> bool {
+        self.status
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Holder only: adds `d` to this P's coroutine count.

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use corosensei::CoroutineResult;
 use crossbeam_deque::Steal;
 
-use super::g::{GRef, Request, G};
+use super::g::{GRef, GStatus, Request, G};
 use super::idle::{pidleget_locked, pidleput_locked};
 use super::m::{current_g_ptr, current_m, newm, M};
-use super::p::{fastrand, HeldP, PStatus};
+use super::p::{fastrand, HeldP, PStatus, P};
 use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
 use super::timers;
 use super::{
@@ -24,14 +24,23 @@ use super::{
 use crate::park::WaitReason;
 use crate::stack::{self, overflow};
 
-/// An M's life: find a G, run it, repeat. Never returns. A panic on the scheduler's
+/// An M's life: find a G, run it, repeat. A panic on the scheduler's
 /// stack (a park commit, or a bug) cannot be recovered from: it is fatal.
-pub(crate) fn m_loop(m: &'static M) -> ! {
+///
+/// Returns only when the M leaves the pool (an idle M the blocking calls no longer
+/// need; see `M::stopm`), so its thread can end.
+pub(crate) fn m_loop(m: &'static M) {
     let r = catch_unwind(AssertUnwindSafe(|| loop {
-        let (g, inherit) = schedule(m);
+        // An M bound to a pinned G runs nothing else (Go: schedule's lockedg check).
+        let (g, inherit) = if m.locked_g().is_null() {
+            schedule(m)
+        } else {
+            (m.stoplockedm(), false)
+        };
         execute(m, g, inherit);
     }));
     let msg = match &r {
+        Err(e) if e.is::<super::m::ExitM>() => return,
         Err(e) => crate::spawn::panic_message(&**e),
         Ok(()) => "the loop ended",
     };
@@ -199,9 +208,11 @@ fn reset_spinning(m: &M) {
 
 /// Whether any queue has work, summary first (used after leaving spinning).
 fn work_available(rt: &Runtime) -> bool {
-    if !rt.injector.is_empty() {
-        return true;
-    }
+    !rt.injector.is_empty() || work_queued(rt)
+}
+
+/// Whether any P's local queue or `runnext` holds a coroutine.
+pub(crate) fn work_queued(rt: &Runtime) -> bool {
     let n = rt.nprocs_created.load(Ordering::Acquire);
     let bits = rt.summary.snapshot(n);
     (0..n)
@@ -298,18 +309,28 @@ fn retire_p(m: &'static M) -> bool {
 /// goexit that runs on g0).
 fn execute(m: &'static M, g: GRef, inherit: bool) {
     let rt = rt();
-    let p = m.held_p("execute");
-    let local = p.local();
-    if inherit {
-        local.streak.set(local.streak.get() + 1);
-    } else {
-        local.tick.set(local.tick.get().wrapping_add(1));
-        local.streak.set(0);
+    if g.pinned && !bind_pinned(m, &g) {
+        startlockedm(m, g);
+        return;
+    }
+    {
+        let p = m.held_p("execute");
+        let local = p.local();
+        if inherit {
+            local.streak.set(local.streak.get() + 1);
+        } else {
+            let t = local.tick.get().wrapping_add(1);
+            local.tick.set(t);
+            local.streak.set(0);
+            // Relaxed: sysmon only compares successive values.
+            p.tick_pub.store(t, Ordering::Relaxed);
+        }
     }
     // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
     // a strong reference of ours.
     unsafe { G::drop_parked_self_ref(&g) };
     loop {
+        g.set_status(GStatus::Running);
         m.set_curg(Arc::as_ptr(&g));
         overflow::set_running(&g.guard);
         // SAFETY: we own `g`, we are on the M's own stack, and `g` is published as
@@ -321,6 +342,14 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
         m.set_curg(std::ptr::null());
         match r {
             CoroutineResult::Yield(Request::Yield) => {
+                // The P may not be the one we started with: a blocking call may have
+                // swapped it.
+                let p = m.held_p("execute");
+                if g.pinned && runq_empty(p.p()) && rt.injector.is_empty() {
+                    // Nothing else to run: spare the pinned G two hand-offs.
+                    continue;
+                }
+                g.set_status(GStatus::Runnable);
                 runq_put(p, g, false);
                 return;
             }
@@ -341,10 +370,31 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 unsafe { g.set_parked_self_ref(false) };
                 // Woken before it slept: run it again at once, same time slice.
             }
+            CoroutineResult::Yield(Request::ExitSyscall) => {
+                // Back from a blocking call with no P: the global queue, and this M
+                // sleeps until it is handed one (Go: exitsyscall0).
+                g.set_status(GStatus::Runnable);
+                publish_global(g);
+                wakep();
+                if m.locked_g().is_null() {
+                    m.stopm();
+                }
+                // A pinned G's M waits for it in m_loop's `stoplockedm` instead.
+                return;
+            }
             CoroutineResult::Return(()) => {
+                g.set_status(GStatus::Dead);
+                if g.pinned {
+                    // The M goes back to the pool. (Go ends the thread instead, since
+                    // the goroutine may have left it in a special state; goro's pinning
+                    // is for affinity, and thread-locals it set stay set.)
+                    m.set_locked_g(std::ptr::null());
+                }
+                rt.allgs.remove(&g);
+                let p = m.held_p("execute");
                 // SAFETY: owner, and the coroutine has returned.
                 if let Some(stack) = unsafe { g.take_stack() } {
-                    rt.stacks.put(Some(&local.stacks), stack);
+                    rt.stacks.put(Some(&p.local().stacks), stack);
                 }
                 p.add_gcount(-1);
                 return;
@@ -353,10 +403,57 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     }
 }
 
+/// Binds a pinned `g` to `m` on its first run. Returns whether `m` is `g`'s M.
+fn bind_pinned(m: &'static M, g: &GRef) -> bool {
+    // SAFETY: execute's caller took `g` off a queue, so we own it.
+    let lm = unsafe { g.locked_m() };
+    if lm.is_null() {
+        // SAFETY: as above.
+        unsafe { g.set_locked_m(m) };
+        m.set_locked_g(Arc::as_ptr(g));
+        return true;
+    }
+    std::ptr::eq(lm, m)
+}
+
+/// Hands this M's P and the pinned `g` to `g`'s own M, then parks this M until it is
+/// handed a P again (Go: startlockedm).
+fn startlockedm(m: &'static M, g: GRef) {
+    // SAFETY: we own `g` (see execute); `bind_pinned` saw it bound.
+    let lm = unsafe { &*g.locked_m() };
+    let p = m.releasep();
+    lm.shared.hand_locked(p, g);
+    m.stopm();
+}
+
+/// Finds a holder for `p`, which its M gave up (a retaken blocking call, or the M of a
+/// pinned G going to sleep) (Go: handoffp): an M to run its queued work, a spinning M
+/// if nobody is looking for work, or the idle list, waking the poller for its timers.
+pub(crate) fn handoffp(p: &'static P) {
+    let rt = rt();
+    if !runq_empty(p) || !rt.injector.is_empty() {
+        startm_with(p, false);
+        return;
+    }
+    if rt.spinning.nmspinning() + rt.spinning.npidle() == 0 && rt.spinning.try_reserve() {
+        startm_with(p, true);
+        return;
+    }
+    let when = p.timers.when0();
+    {
+        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        pidleput_locked(&mut s, &rt.spinning, p);
+    }
+    if when != 0 && !rt.netpoll.timer_added(when) {
+        wakep();
+    }
+}
+
 /// Makes `g` runnable (Go: ready). From an M that holds a P, `g` goes to that P's
 /// `runnext` (unless the slice has been inherited too often already); from anywhere
 /// else, to the global queue. Then wakes an idle P if no M is spinning.
 pub(crate) fn ready(g: GRef) {
+    g.set_status(GStatus::Runnable);
     match current_m().and_then(|m| m.p()) {
         Some(p) => {
             let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
@@ -418,11 +515,28 @@ fn startm(spinning: bool) {
     }
 }
 
+/// Hands `p`, which nobody holds and which is not on the idle list (sysmon retook it
+/// from a blocking call), to an idle or new M.
+pub(crate) fn startm_with(p: &'static P, spinning: bool) {
+    p.set_status(PStatus::Running);
+    let m = rt()
+        .sched
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .idle_ms
+        .pop();
+    match m {
+        Some(m) => m.hand(p, spinning),
+        None => newm(p, spinning),
+    }
+}
+
 /// Creates a G running `main` and queues it: in the current P's `runnext` when called
 /// from an M with a P (Go: newproc), in the global queue otherwise. Returns its id.
 pub(crate) fn spawn_g(
     name: Option<String>,
     stack_size: Option<usize>,
+    pinned: bool,
     main: impl FnOnce() + Send + 'static,
 ) -> io::Result<u64> {
     let rt = rt();
@@ -435,7 +549,8 @@ pub(crate) fn spawn_g(
         .stacks
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
     let id = alloc_goid(p);
-    let g = G::new(id, name, stack, main);
+    let g = G::new(id, name, pinned, stack, main);
+    rt.allgs.add(&g);
     match p {
         Some(p) => {
             p.add_gcount(1);
@@ -493,6 +608,9 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
     // the suspend below.
     let g = unsafe { &*g };
     g.set_wait_reason(reason);
+    g.set_status(GStatus::Waiting);
+    g.wait_since
+        .store(rt().coarse_now.load(Ordering::Relaxed), Ordering::Relaxed);
     let mut commit = Some(commit);
     let mut call = || {
         if let Some(c) = commit.take() {

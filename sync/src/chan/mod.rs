@@ -285,6 +285,7 @@ impl<T> Sender<T> {
         v: T,
         deadline: Option<Option<Instant>>,
     ) -> Result<(), SendTimeoutError<T>> {
+        goro_runtime::preempt_point();
         let chan = &*self.chan;
         let mut wake = None;
         let l = chan.locked();
@@ -431,6 +432,7 @@ impl<T> Receiver<T> {
     }
 
     fn recv_deadline(&self, deadline: Option<Option<Instant>>) -> Result<T, RecvTimeoutError> {
+        goro_runtime::preempt_point();
         let chan = &*self.chan;
         let mut wake = None;
         let l = chan.locked();

@@ -247,6 +247,7 @@ unsafe impl<T> SelectArm for SendArm<'_, T> {
 ///
 /// With more than [`MAX_ARMS`] arms.
 pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize {
+    goro_runtime::preempt_point();
     let n = arms.len();
     assert!(n <= MAX_ARMS, "select!: at most {MAX_ARMS} arms, got {n}");
     // Lock order: by channel address; equal addresses are locked once.

@@ -1,0 +1,439 @@
+//! sysmon: a thread without a P that watches the scheduler (Go: proc.go sysmon).
+//!
+//! Each round it
+//!
+//! 1. retakes Ps whose M has been in a blocking call for more than
+//!    [`RETAKE_AFTER_NS`] and hands them to another M (see "the syscall hand-off" in
+//!    `syscall.rs`);
+//! 2. flags a P whose coroutine has run for more than [`PREEMPT_AFTER_NS`] without
+//!    a scheduling point: that coroutine yields at its next preemption point
+//!    ([`preempt_point`]: channel operations, locks, sleeps, socket I/O);
+//! 3. polls the network if sockets have waiters and nobody has polled for
+//!    [`NETPOLL_BACKSTOP_NS`];
+//! 4. prints the scheduler's state every `GORO_SCHEDTRACE` ms, if set;
+//! 5. when every P is idle, checks for a deadlock (see [`deadlock`](self#deadlock)).
+//!
+//! It sleeps [`SLEEP_MIN_NS`] between rounds, doubling up to [`SLEEP_MAX_NS`] while
+//! nothing happens, and not at all while every P is idle: then it waits on its wake
+//! pipe until a P starts running again (`wake_if_asleep`), so an idle runtime costs no
+//! CPU. The pipe also carries SIGQUIT: the handler writes a byte (async-signal-safe) and
+//! sysmon prints the coroutine dump and exits, as Go does.
+//!
+//! # Deadlock
+//!
+//! When every P is idle, nothing is queued, no coroutine is in a blocking call, no
+//! timer is pending, no socket is registered, and every plain thread the runtime knows
+//! (one that has waited on it) is waiting on it, nothing can ever wake anything:
+//! `fatal error: all coroutines are asleep - deadlock!`, the dump, exit status 2. The
+//! condition must hold twice, [`DEADLOCK_GRACE_NS`] apart, with no scheduling in
+//! between. A thread the runtime has never seen cannot be counted: a program whose
+//! coroutines will be woken by such a thread turns the check off with
+//! `GORO_DEADLOCK=ignore` (see docs/caveats.md).
+
+use std::io::Write;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use super::g::GStatus;
+use super::p::PStatus;
+use super::runq::runq_empty;
+use super::{rt, timers, Runtime};
+use crate::timers::nanotime;
+
+/// A blocking call this long loses its P.
+pub(crate) const RETAKE_AFTER_NS: i64 = 20_000;
+/// A coroutine running this long without a scheduling point is asked to yield.
+pub(crate) const PREEMPT_AFTER_NS: i64 = 10_000_000;
+/// sysmon polls the network if nobody has for this long.
+pub(crate) const NETPOLL_BACKSTOP_NS: i64 = 10_000_000;
+/// Shortest and longest sleep between rounds.
+pub(crate) const SLEEP_MIN_NS: i64 = 20_000;
+pub(crate) const SLEEP_MAX_NS: i64 = 10_000_000;
+/// Quiet rounds before the sleep starts doubling (Go: 50).
+const QUIET_ROUNDS: u32 = 50;
+/// How long a deadlock must persist before it is reported.
+pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
+
+/// Set when any P has its preempt flag set: the one load on preemption points' fast
+/// path. Written by sysmon and by the yielding coroutine; a stale value costs one
+/// check of the P's own flag.
+pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
+
+/// sysmon is in its deep sleep (every P idle): a P that starts running wakes it.
+static DEEP_ASLEEP: AtomicBool = AtomicBool::new(false);
+/// The wake pipe: [read end, write end], -1 before sysmon starts.
+static PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+/// Plain threads known to the runtime (they have waited on it), and those waiting now.
+pub(crate) static KNOWN_THREADS: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static WAITING_THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts sysmon, once (from the first M's start, when the runtime is initialised).
+pub(crate) fn start() {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    STARTED.get_or_init(|| {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 with a valid two-element array.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
+            eprintln!(
+                "goro: sysmon: cannot create its wake pipe: {}",
+                std::io::Error::last_os_error()
+            );
+            return;
+        }
+        PIPE[0].store(fds[0], Ordering::Release);
+        PIPE[1].store(fds[1], Ordering::Release);
+        install_sigquit();
+        let spawned = std::thread::Builder::new()
+            .name("goro-sysmon".into())
+            .stack_size(256 * 1024)
+            .spawn(run);
+        if let Err(e) = spawned {
+            eprintln!("goro: sysmon: cannot start its thread: {e}");
+        }
+    });
+}
+
+/// Set while sysmon sleeps [`LONG_SLEEP_NS`] or more between rounds: a blocking call
+/// that starts meanwhile pokes it (`note_blocking`), so that the call's P is retaken
+/// within ~20 µs rather than at the end of a 10 ms back-off. One poke per long sleep,
+/// not per call.
+static LONG_SLEEP: AtomicBool = AtomicBool::new(false);
+/// See [`LONG_SLEEP`].
+const LONG_SLEEP_NS: i64 = 1_000_000;
+
+/// A blocking call began: shortens sysmon's sleep if it is a long one.
+#[inline]
+pub(crate) fn note_blocking() {
+    // Relaxed load, AcqRel swap: only one caller pokes per long sleep; the poke's
+    // write(2) and read(2) order everything else.
+    if LONG_SLEEP.load(Ordering::Relaxed) && LONG_SLEEP.swap(false, Ordering::AcqRel) {
+        poke(b'B');
+    }
+}
+
+/// Wakes sysmon from its deep sleep (a P just started running).
+#[inline]
+pub(crate) fn wake_if_asleep() {
+    if DEEP_ASLEEP.load(Ordering::Relaxed) && DEEP_ASLEEP.swap(false, Ordering::AcqRel) {
+        poke(b'W');
+    }
+}
+
+fn poke(byte: u8) {
+    let fd = PIPE[1].load(Ordering::Acquire);
+    if fd >= 0 {
+        // SAFETY: write(2) of one byte from a local; async-signal-safe. A full pipe
+        // (EAGAIN) already wakes sysmon.
+        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+    }
+}
+
+/// Yields if sysmon asked the current P to (Go: the preemption check at function
+/// entry, here at goro's own calls). Cheap when nothing was asked: one load.
+#[inline]
+pub fn preempt_point() {
+    if PREEMPT_ANY.load(Ordering::Relaxed) {
+        preempt_slow();
+    }
+}
+
+#[cold]
+fn preempt_slow() {
+    let Some(p) = super::m::current_m().and_then(|m| m.p()) else {
+        return;
+    };
+    if super::m::current_g_ptr().is_null() {
+        return; // on the scheduler's stack
+    }
+    if p.preempt.swap(false, Ordering::Relaxed) {
+        super::yield_now();
+    }
+}
+
+/// Per-P observations between rounds.
+#[derive(Clone, Copy, Default)]
+struct Seen {
+    syscall_tick: u32,
+    syscall_when: i64,
+    sched_tick: u32,
+    sched_when: i64,
+}
+
+fn run() {
+    // Sleeps of tens of microseconds want no timer slack (50 µs by default).
+    // SAFETY: prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+    let rt = rt();
+    let trace_ms = std::env::var("GORO_SCHEDTRACE")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&n| n > 0);
+    let deadlock_check = std::env::var("GORO_DEADLOCK").as_deref() != Ok("ignore");
+    let start = nanotime();
+    let mut next_trace = trace_ms.map(|ms| start + ms as i64 * 1_000_000);
+    let mut seen = vec![Seen::default(); super::MAX_PROCS];
+    let mut delay = SLEEP_MIN_NS;
+    let mut quiet = 0u32;
+    let mut deadlock_since: Option<(i64, u64)> = None;
+    loop {
+        let now = nanotime();
+        rt.coarse_now.store(now, Ordering::Relaxed);
+        if let Some(t) = next_trace {
+            if now >= t {
+                schedtrace(rt, now - start);
+                next_trace = Some(t + trace_ms.unwrap_or(1) as i64 * 1_000_000);
+            }
+        }
+        let procs = rt.procs();
+        let all_idle = rt.spinning.npidle() >= procs;
+        if all_idle {
+            // Deadlock check, then sleep until a P runs (or the grace period ends).
+            let mut timeout = None;
+            if deadlock_check && deadlocked(rt) {
+                let progress = progress_mark(rt, procs);
+                match deadlock_since {
+                    Some((since, mark)) if mark == progress && now - since >= DEADLOCK_GRACE_NS => {
+                        report_deadlock();
+                    }
+                    Some((since, mark)) if mark == progress => {
+                        timeout = Some(DEADLOCK_GRACE_NS - (now - since));
+                    }
+                    _ => {
+                        deadlock_since = Some((now, progress));
+                        timeout = Some(DEADLOCK_GRACE_NS);
+                    }
+                }
+            } else {
+                deadlock_since = None;
+            }
+            if let Some(t) = next_trace {
+                let until = (t - nanotime()).max(0);
+                timeout = Some(timeout.map_or(until, |d| d.min(until)));
+            }
+            // Announce the deep sleep, then re-check: a P that starts running after
+            // the announcement pokes the pipe; one that started before is seen here.
+            DEEP_ASLEEP.store(true, Ordering::SeqCst);
+            let still_idle = rt.spinning.npidle() >= rt.procs();
+            sleep(if still_idle { timeout } else { Some(0) });
+            DEEP_ASLEEP.store(false, Ordering::SeqCst);
+            delay = SLEEP_MIN_NS;
+            quiet = 0;
+            continue;
+        }
+        deadlock_since = None;
+        let acted = retake(rt, now, procs, &mut seen);
+        if rt.netpoll.has_waiters()
+            && !rt.netpoll.busy()
+            && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS
+        {
+            rt.netpoll.poll_now();
+        }
+        if acted {
+            quiet = 0;
+            delay = SLEEP_MIN_NS;
+        } else {
+            quiet += 1;
+            if quiet > QUIET_ROUNDS {
+                delay = (delay * 2).min(SLEEP_MAX_NS);
+            }
+        }
+        let mut d = delay;
+        if let Some(t) = next_trace {
+            d = d.min((t - nanotime()).max(0));
+        }
+        let long = d >= LONG_SLEEP_NS;
+        if long {
+            LONG_SLEEP.store(true, Ordering::Relaxed);
+        }
+        if sleep(Some(d)) {
+            // Poked by a blocking call: watch it closely.
+            quiet = 0;
+            delay = SLEEP_MIN_NS;
+        }
+        if long {
+            LONG_SLEEP.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.
+/// Returns whether it was poked.
+fn sleep(ns: Option<i64>) -> bool {
+    let rfd: RawFd = PIPE[0].load(Ordering::Acquire);
+    let ts = ns.map(|n| libc::timespec {
+        tv_sec: (n / 1_000_000_000) as libc::time_t,
+        tv_nsec: (n % 1_000_000_000) as libc::c_long,
+    });
+    let mut pfd = libc::pollfd {
+        fd: rfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: ppoll on one valid pollfd, with an optional timeout on our stack.
+    let n = unsafe {
+        libc::ppoll(
+            &mut pfd,
+            1,
+            ts.as_ref()
+                .map_or(std::ptr::null(), |t| t as *const libc::timespec),
+            std::ptr::null(),
+        )
+    };
+    if n > 0 {
+        let mut buf = [0u8; 64];
+        // SAFETY: read(2) into a local buffer from our non-blocking pipe.
+        let got = unsafe { libc::read(rfd, buf.as_mut_ptr().cast(), buf.len()) };
+        if got > 0 && buf[..got as usize].contains(&b'Q') {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "SIGQUIT: quit\n\n{}", crate::debug::dump());
+            std::process::exit(2);
+        }
+        return got > 0;
+    }
+    false
+}
+
+/// Retakes Ps stuck in blocking calls and flags long-running coroutines. Returns
+/// whether it did anything.
+fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> bool {
+    let mut acted = false;
+    let mut any_preempt = false;
+    for (id, s) in seen.iter_mut().enumerate().take(procs) {
+        let p = rt.p(id);
+        match p.status() {
+            PStatus::Syscall => {
+                let t = p.syscall_tick.load(Ordering::Relaxed);
+                if t != s.syscall_tick {
+                    s.syscall_tick = t;
+                    s.syscall_when = now;
+                    continue;
+                }
+                if now - s.syscall_when < RETAKE_AFTER_NS {
+                    continue;
+                }
+                // Not worth it if the P has nothing queued and others can pick up new
+                // work, unless the call has gone on for long (its timers need a P).
+                let others = rt.spinning.nmspinning() + rt.spinning.npidle() > 0;
+                if runq_empty(p) && others && now - s.syscall_when < PREEMPT_AFTER_NS {
+                    continue;
+                }
+                if p.cas_status(PStatus::Syscall, PStatus::Idle) {
+                    super::schedule::handoffp(p);
+                    acted = true;
+                }
+            }
+            PStatus::Running => {
+                let t = p.tick_pub.load(Ordering::Relaxed);
+                if t != s.sched_tick {
+                    s.sched_tick = t;
+                    s.sched_when = now;
+                } else if now - s.sched_when >= PREEMPT_AFTER_NS {
+                    p.preempt.store(true, Ordering::Relaxed);
+                    s.sched_when = now; // ask again in another slice if need be
+                    acted = true;
+                }
+                any_preempt |= p.preempt.load(Ordering::Relaxed);
+            }
+            _ => {}
+        }
+    }
+    PREEMPT_ANY.store(any_preempt, Ordering::Relaxed);
+    acted
+}
+
+/// Whether nothing can ever wake anything (see "deadlock").
+fn deadlocked(rt: &Runtime) -> bool {
+    let known = KNOWN_THREADS.load(Ordering::SeqCst);
+    let waiting = WAITING_THREADS.load(Ordering::SeqCst);
+    waiting > 0
+        && waiting == known
+        && rt.injector.is_empty()
+        && !super::schedule::work_queued(rt)
+        && timers::earliest() == 0
+        && rt.netpoll.registered() == 0
+        && !rt.netpoll.has_waiters()
+        && count_gs(rt, |s| matches!(s, GStatus::Running | GStatus::Syscall)) == 0
+}
+
+/// How many live coroutines have a status `want` accepts (a scan of all of them: for
+/// the deadlock check, when every P is idle, and the trace).
+fn count_gs(rt: &Runtime, want: impl Fn(GStatus) -> bool) -> usize {
+    let mut n = 0;
+    rt.allgs.for_each(|g| n += want(g.status()) as usize);
+    n
+}
+
+/// Something that moves whenever anything runs: the Ps' scheduling ticks and the
+/// count of live coroutines.
+fn progress_mark(rt: &Runtime, procs: usize) -> u64 {
+    let ticks: u64 = (0..procs)
+        .map(|id| rt.p(id).tick_pub.load(Ordering::Relaxed) as u64)
+        .sum();
+    ticks
+        .wrapping_mul(1_000_003)
+        .wrapping_add(super::num_goroutines() as u64)
+}
+
+fn report_deadlock() -> ! {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "fatal error: all coroutines are asleep - deadlock!\n\n{}",
+        crate::debug::dump()
+    );
+    std::process::exit(2);
+}
+
+/// One GODEBUG=schedtrace-style line.
+fn schedtrace(rt: &Runtime, since_start: i64) {
+    let procs = rt.procs();
+    let mut line = format!(
+        "SCHED {}ms: gomaxprocs={} idleprocs={} threads={} spinningthreads={} idlethreads={} blockingcalls={} runqueue={} coroutines={}",
+        since_start / 1_000_000,
+        procs,
+        rt.spinning.npidle(),
+        rt.nm_alive.load(Ordering::Relaxed) + 1,
+        rt.spinning.nmspinning(),
+        rt.sched.lock().map(|s| s.idle_ms.len()).unwrap_or(0),
+        count_gs(rt, |s| s == GStatus::Syscall),
+        rt.injector.len(),
+        super::num_goroutines(),
+    );
+    for id in 0..procs {
+        let p = rt.p(id);
+        let status = match p.status() {
+            PStatus::Idle => "idle",
+            PStatus::Running => "running",
+            PStatus::Syscall => "syscall",
+            PStatus::Dead => "dead",
+        };
+        line.push_str(&format!(
+            " [P{id}: {status} runq={} next={}]",
+            p.stealer.len(),
+            !p.runnext.peek().is_null() as u8
+        ));
+    }
+    eprintln!("{line}");
+}
+
+/// Routes SIGQUIT to sysmon (a byte on the wake pipe), if nobody else handles it.
+fn install_sigquit() {
+    extern "C" fn on_sigquit(_: libc::c_int) {
+        poke(b'Q');
+    }
+    // SAFETY: querying and installing a signal action with zeroed structs; the handler
+    // only calls write(2).
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGQUIT, std::ptr::null(), &mut old);
+        if old.sa_sigaction != libc::SIG_DFL {
+            return; // the program has its own plans for SIGQUIT
+        }
+        let mut act: libc::sigaction = std::mem::zeroed();
+        act.sa_sigaction = on_sigquit as *const () as usize;
+        act.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut act.sa_mask);
+        libc::sigaction(libc::SIGQUIT, &act, std::ptr::null_mut());
+    }
+}

@@ -1,0 +1,754 @@
+//! sysmon and what it makes possible: blocking calls that do not stall a P, preemption
+//! points, pinned coroutines, deadlock detection, the coroutine dump, the scheduler
+//! trace and the M pool shrinking back after a burst of blocking calls.
+//!
+//! Whole-process behaviour (deadlock exit, SIGQUIT, GORO_SCHEDTRACE, GORO_IDLE_M_EXIT_MS)
+//! runs in child processes: this binary re-executes itself with `SCENARIO_ENV` naming
+//! the scenario, and `scenario_child` runs it.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{lost_time, with_timeout};
+
+const T: Duration = Duration::from_secs(120);
+const SCENARIO_ENV: &str = "GORO_TEST_SCENARIO";
+
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs(
+        "under_maxprocs_1_and_2",
+        &["deadlock_", "sigquit_", "schedtrace_", "idle_ms_"],
+    );
+}
+
+fn tid() -> i64 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// A coroutine in a 200 ms blocking call does not stop another from running, even with
+/// one P: sysmon hands the P to another M.
+#[test]
+fn blocking_call_does_not_stall_its_p() {
+    with_timeout(T, || {
+        let entered = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let (e, d) = (entered.clone(), done.clone());
+        let blocker = goro::go!(move || {
+            goro::blocking(|| {
+                e.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(200));
+            });
+            d.store(true, Ordering::SeqCst);
+        });
+        let (e, d) = (entered.clone(), done.clone());
+        let worker = goro::go!(move || {
+            let start = Instant::now();
+            while !e.load(Ordering::SeqCst) {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "blocker never ran"
+                );
+                goro::yield_now();
+            }
+            // 100 scheduling rounds, each a yield and a short sleep (timers too).
+            for _ in 0..100 {
+                goro::yield_now();
+            }
+            for _ in 0..5 {
+                goro::time::sleep(Duration::from_millis(1));
+            }
+            d.load(Ordering::SeqCst)
+        });
+        let blocker_was_done = worker.join().unwrap();
+        assert!(
+            !blocker_was_done,
+            "the worker only ran after the 200 ms blocking call ended"
+        );
+        blocker.join().unwrap();
+    });
+}
+
+/// 100 concurrent 50 ms blocking calls overlap: each gets a thread.
+#[test]
+fn concurrent_blocking_calls_overlap() {
+    with_timeout(T, || {
+        let lost0 = lost_time();
+        let start = Instant::now();
+        let hs: Vec<_> = (0..100)
+            .map(|_| goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_millis(50)))))
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        let took = start.elapsed();
+        let lost = lost_time().saturating_sub(lost0);
+        // Serialised they would take 5 s; thread start-up makes them not quite 50 ms.
+        assert!(
+            took < Duration::from_millis(1500) + lost,
+            "100 x 50 ms blocking calls took {took:?} (lost to the machine: {lost:?})"
+        );
+    });
+}
+
+/// A blocking call that returns quickly keeps its P (the fast path) and its result.
+#[test]
+fn blocking_returns_value_and_propagates_panics() {
+    with_timeout(T, || {
+        let h = goro::go!(|| {
+            let v: u64 = (0..1000).map(|_| goro::blocking(|| 1u64)).sum();
+            let p = std::panic::catch_unwind(|| goro::blocking(|| panic!("inside blocking")));
+            (v, p.is_err())
+        });
+        assert_eq!(h.join().unwrap(), (1000, true));
+        // After the panic the coroutine ran on: the runtime is intact.
+        assert_eq!(goro::go!(|| goro::blocking(|| 7)).join().unwrap(), 7);
+        // On a plain thread it is a plain call.
+        assert_eq!(goro::blocking(|| 5), 5);
+        // Inside `blocking` the coroutine is a plain thread: goro calls block the
+        // thread (here until another coroutine sends), nested calls are plain calls.
+        let (tx, rx) = goro::chan::channel::<u32>(0);
+        let waiter =
+            goro::go!(move || goro::blocking(|| rx.recv().unwrap() + goro::blocking(|| 1)));
+        goro::go!(move || {
+            goro::time::sleep(Duration::from_millis(20));
+            tx.send(41).unwrap();
+        });
+        assert_eq!(waiter.join().unwrap(), 42);
+    });
+}
+
+/// A coroutine that loops over `preempt_point` for 1 s does not keep a sleeping one
+/// from waking close to its deadline: sysmon flags it after 10 ms.
+#[test]
+fn preempt_point_lets_sleepers_wake() {
+    with_timeout(T, || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let spinner = goro::go!(move || {
+            let start = Instant::now();
+            let mut n = 0u64;
+            while start.elapsed() < Duration::from_secs(1) && !s.load(Ordering::Relaxed) {
+                goro::preempt_point();
+                n += 1;
+            }
+            n
+        });
+        let sleeper = goro::go!(|| {
+            let mut worst = Duration::ZERO;
+            let mut worst_lost = Duration::ZERO;
+            for _ in 0..5 {
+                let lost0 = lost_time();
+                let t = Instant::now();
+                goro::time::sleep(Duration::from_millis(30));
+                let late = t.elapsed().saturating_sub(Duration::from_millis(30));
+                let lost = lost_time().saturating_sub(lost0);
+                if late.saturating_sub(lost) > worst.saturating_sub(worst_lost) {
+                    worst = late;
+                    worst_lost = lost;
+                }
+            }
+            (worst, worst_lost)
+        });
+        let (late, lost) = sleeper.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        assert!(spinner.join().unwrap() > 0);
+        assert!(
+            late < Duration::from_millis(25) + lost,
+            "a sleeper woke {late:?} late next to a preempt_point loop (lost: {lost:?})"
+        );
+    });
+}
+
+/// A pinned coroutine sees one OS thread across 1 000 parks, blocking calls included;
+/// an unpinned one doing the same migrates.
+#[test]
+fn pinned_coroutine_keeps_its_thread() {
+    with_timeout(T, || {
+        let pinned = threads_seen(true);
+        assert_eq!(
+            pinned.len(),
+            1,
+            "pinned coroutine ran on threads {pinned:?}"
+        );
+        let unpinned = threads_seen(false);
+        assert!(
+            unpinned.len() > 1,
+            "unpinned coroutine never migrated: {unpinned:?}"
+        );
+    });
+}
+
+/// Runs a coroutine that parks 1 000 times on a channel (every 100th round also a
+/// blocking call while a busy coroutine holds the P) and returns the thread ids it ran on.
+fn threads_seen(pinned: bool) -> HashSet<i64> {
+    let (tx, rx) = goro::chan::channel::<u32>(0);
+    let busy_until = Arc::new(AtomicUsize::new(0));
+    let b = busy_until.clone();
+    let h = goro::Builder::new()
+        .pinned(pinned)
+        .name("subject")
+        .spawn(move || {
+            let mut seen = HashSet::new();
+            thread_local!(static MARK: std::cell::Cell<i64> = const { std::cell::Cell::new(0) });
+            for i in 0..1000u32 {
+                seen.insert(tid());
+                if pinned {
+                    // Thread-locals survive parks on a pinned coroutine.
+                    let me = tid();
+                    let prev = MARK.with(|m| m.replace(me));
+                    assert!(
+                        i == 0 || prev == me,
+                        "thread-local changed under a pinned coroutine"
+                    );
+                }
+                assert_eq!(rx.recv().unwrap(), i);
+                if i % 100 == 99 {
+                    b.store(i as usize + 1, Ordering::SeqCst);
+                    goro::blocking(|| std::thread::sleep(Duration::from_millis(2)));
+                }
+            }
+            seen.insert(tid());
+            seen
+        })
+        .unwrap();
+    let sender = goro::go!(move || {
+        for i in 0..1000u32 {
+            tx.send(i).unwrap();
+            if i % 100 == 99 {
+                // Keep the P busy while the subject is in its blocking call, so that it
+                // comes back to a P someone else holds.
+                let want = i as usize + 1;
+                let start = Instant::now();
+                while busy_until.load(Ordering::SeqCst) < want
+                    && start.elapsed() < Duration::from_secs(5)
+                {
+                    goro::yield_now();
+                }
+                let start = Instant::now();
+                while start.elapsed() < Duration::from_millis(3) {
+                    goro::yield_now();
+                }
+            }
+        }
+    });
+    sender.join().unwrap();
+    h.join().unwrap()
+}
+
+/// Many pinned coroutines exchanging messages with unpinned ones all finish.
+#[test]
+fn pinned_coroutines_ping_pong() {
+    with_timeout(T, || {
+        let hs: Vec<_> = (0..8)
+            .map(|k| {
+                let (tx, rx) = goro::chan::channel::<u32>(0);
+                let (back_tx, back_rx) = goro::chan::channel::<u32>(0);
+                let p = goro::Builder::new()
+                    .pinned(k % 2 == 0)
+                    .spawn(move || {
+                        let me = tid();
+                        for v in rx.iter() {
+                            back_tx.send(v + 1).unwrap();
+                            if k % 2 == 0 {
+                                assert_eq!(tid(), me);
+                            }
+                        }
+                    })
+                    .unwrap();
+                let q = goro::go!(move || {
+                    for i in 0..200 {
+                        tx.send(i).unwrap();
+                        assert_eq!(back_rx.recv().unwrap(), i + 1);
+                    }
+                });
+                (p, q)
+            })
+            .collect();
+        for (p, q) in hs {
+            q.join().unwrap();
+            p.join().unwrap();
+        }
+    });
+}
+
+/// The dump names each kind of wait.
+#[test]
+fn dump_names_wait_reasons() {
+    with_timeout(T, || {
+        use goro::sync::{Cond, Mutex, RwLock, Semaphore, WaitGroup};
+        let release = Arc::new(AtomicBool::new(false));
+        let mut hs = Vec::new();
+        // chan receive
+        let (recv_tx, recv_rx) = goro::chan::channel::<()>(0);
+        hs.push(
+            goro::Builder::new()
+                .name("w-recv")
+                .spawn(move || {
+                    let _ = recv_rx.recv();
+                })
+                .unwrap(),
+        );
+        // chan send
+        let (send_tx, send_rx) = goro::chan::channel::<()>(0);
+        hs.push(
+            goro::Builder::new()
+                .name("w-send")
+                .spawn(move || {
+                    let _ = send_tx.send(());
+                })
+                .unwrap(),
+        );
+        // select
+        let (sel_tx, sel_rx) = goro::chan::channel::<()>(0);
+        let (_sel2_tx, sel2_rx) = goro::chan::channel::<()>(0);
+        hs.push(
+            goro::Builder::new()
+                .name("w-select")
+                .spawn(move || {
+                    goro::select! {
+                        recv(sel_rx) -> _ => {},
+                        recv(sel2_rx) -> _ => {},
+                    }
+                })
+                .unwrap(),
+        );
+        // mutex, rwlock, cond: the main thread holds the locks.
+        let m = Arc::new(Mutex::new(()));
+        let rw = Arc::new(RwLock::new(()));
+        let guard = m.lock();
+        let wguard = rw.write();
+        let m2 = m.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-mutex")
+                .spawn(move || drop(m2.lock()))
+                .unwrap(),
+        );
+        let rw2 = rw.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-rwlock")
+                .spawn(move || drop(rw2.read()))
+                .unwrap(),
+        );
+        let cm = Arc::new((Mutex::new(false), Cond::new()));
+        let cm2 = cm.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-cond")
+                .spawn(move || {
+                    let mut g = cm2.0.lock();
+                    while !*g {
+                        g = cm2.1.wait(g);
+                    }
+                })
+                .unwrap(),
+        );
+        // sema, waitgroup
+        let sem = Arc::new(Semaphore::new(0));
+        let sem2 = sem.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-sema")
+                .spawn(move || sem2.acquire())
+                .unwrap(),
+        );
+        let wg = Arc::new(WaitGroup::new());
+        wg.add(1);
+        let wg2 = wg.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-waitgroup")
+                .spawn(move || wg2.wait())
+                .unwrap(),
+        );
+        // sleep
+        let napping = |r: Arc<AtomicBool>| {
+            move || {
+                let start = Instant::now();
+                while !r.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(30) {
+                    goro::time::sleep(Duration::from_millis(50));
+                }
+            }
+        };
+        hs.push(
+            goro::Builder::new()
+                .name("w-sleep")
+                .spawn(napping(release.clone()))
+                .unwrap(),
+        );
+        // io read, io write: on `b`, of a connected pair where `a` neither reads nor
+        // writes.
+        let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let a = goro::net::TcpStream::connect(addr).unwrap();
+        let (b, _) = l.accept().unwrap();
+        let b1 = b.try_clone().unwrap();
+        hs.push(
+            goro::Builder::new()
+                .name("w-ioread")
+                .spawn(move || {
+                    let mut buf = [0u8; 16];
+                    let _ = (&b1).read(&mut buf);
+                })
+                .unwrap(),
+        );
+        let b2 = b.try_clone().unwrap();
+        hs.push(
+            goro::Builder::new()
+                .name("w-iowrite")
+                .spawn(move || {
+                    let chunk = vec![0u8; 1 << 16];
+                    // Fills the socket buffers, then parks until `b` is closed.
+                    while (&b2).write_all(&chunk).is_ok() {}
+                })
+                .unwrap(),
+        );
+        // blocking call
+        let r = release.clone();
+        hs.push(
+            goro::Builder::new()
+                .name("w-blocking")
+                .spawn(move || {
+                    goro::blocking(|| {
+                        let start = Instant::now();
+                        while !r.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(30)
+                        {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    })
+                })
+                .unwrap(),
+        );
+        // join
+        let target = goro::spawn(napping(release.clone()));
+        hs.push(
+            goro::Builder::new()
+                .name("w-join")
+                .spawn(move || target.join().unwrap())
+                .unwrap(),
+        );
+
+        let want = [
+            ("w-recv", "chan receive"),
+            ("w-send", "chan send"),
+            ("w-select", "select"),
+            ("w-mutex", "mutex"),
+            ("w-rwlock", "rwlock"),
+            ("w-cond", "cond"),
+            ("w-sema", "sema"),
+            ("w-waitgroup", "waitgroup"),
+            ("w-sleep", "sleep"),
+            ("w-ioread", "io read"),
+            ("w-iowrite", "io write"),
+            ("w-blocking", "blocking call"),
+            ("w-join", "join"),
+        ];
+        // Poll until every coroutine is in its wait (bounded).
+        let start = Instant::now();
+        let dump = loop {
+            let d = goro::debug::dump();
+            let all = want.iter().all(|(name, reason)| {
+                d.lines()
+                    .any(|l| l.contains(&format!("('{name}') [{reason}")))
+            });
+            if all || start.elapsed() > Duration::from_secs(10) {
+                break d;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        for (name, reason) in want {
+            let line = dump
+                .lines()
+                .find(|l| l.contains(&format!("('{name}')")))
+                .unwrap_or_else(|| panic!("{name} missing from the dump:\n{dump}"));
+            assert!(
+                line.contains(&format!("[{reason}, ")),
+                "{name} should wait on {reason} with a duration: {line}\n{dump}"
+            );
+        }
+        assert!(dump.starts_with("coroutine dump: "), "{dump}");
+
+        // Release everything.
+        drop(recv_tx);
+        drop(send_rx);
+        drop(sel_tx);
+        drop(guard);
+        drop(wguard);
+        *cm.0.lock() = true;
+        cm.1.notify_all();
+        sem.release(1);
+        wg.done();
+        a.close();
+        b.close();
+        release.store(true, Ordering::SeqCst);
+        for h in hs {
+            h.join().unwrap();
+        }
+    });
+}
+
+// ---- whole-process scenarios -------------------------------------------------------
+
+/// Runs this binary's `scenario_child` with `scenario` and extra environment.
+fn run_scenario(scenario: &str, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.env(SCENARIO_ENV, scenario)
+        .env_remove("GORO_SCHEDTRACE")
+        .env_remove("GORO_DEADLOCK")
+        .env("RUST_BACKTRACE", "0")
+        .args([
+            "--exact",
+            "scenario_child",
+            "--nocapture",
+            "--test-threads=1",
+        ]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    with_timeout(Duration::from_secs(60), move || {
+        cmd.output().expect("spawn child")
+    })
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn deadlock_is_reported_with_dump_and_exit_2() {
+    let o = run_scenario("deadlock", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(
+        err.contains("fatal error: all coroutines are asleep - deadlock!"),
+        "{err}"
+    );
+    assert!(err.contains("coroutine dump: "), "{err}");
+    assert!(err.contains("('stuck-recv') [chan receive, "), "{err}");
+    assert!(err.contains("('stuck-mutex') [mutex, "), "{err}");
+}
+
+#[test]
+fn deadlock_detection_can_be_turned_off() {
+    let o = run_scenario("deadlock", &[("GORO_DEADLOCK", "ignore")]);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(7),
+        "the watchdog should end it:\n{err}"
+    );
+    assert!(!err.contains("deadlock!"), "{err}");
+}
+
+#[test]
+fn deadlock_not_reported_while_a_timer_is_pending() {
+    let o = run_scenario("timer", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
+}
+
+#[test]
+fn deadlock_not_reported_while_a_socket_waits() {
+    let o = run_scenario("socket", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
+}
+
+#[test]
+fn deadlock_not_reported_during_a_blocking_call() {
+    let o = run_scenario("blocking", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
+}
+
+#[test]
+fn sigquit_prints_the_dump_and_exits_2() {
+    let o = run_scenario("sigquit", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(err.contains("SIGQUIT"), "{err}");
+    assert!(err.contains("('napper') [sleep, "), "{err}");
+}
+
+#[test]
+fn schedtrace_prints_a_line_per_tick() {
+    let o = run_scenario(
+        "trace",
+        &[("GORO_SCHEDTRACE", "50"), ("GORO_MAXPROCS", "2")],
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "stderr:\n{err}");
+    let lines: Vec<_> = err.lines().filter(|l| l.starts_with("SCHED ")).collect();
+    assert!(
+        lines.len() >= 3,
+        "expected a trace line every 50 ms over 400 ms:\n{err}"
+    );
+    for l in &lines {
+        for field in [
+            "gomaxprocs=2",
+            "idleprocs=",
+            "threads=",
+            "spinningthreads=",
+            "idlethreads=",
+            "runqueue=",
+            "coroutines=",
+            "[P0: ",
+            "[P1: ",
+            "next=",
+        ] {
+            assert!(l.contains(field), "{field} missing from {l}");
+        }
+    }
+}
+
+#[test]
+fn idle_ms_leave_the_pool() {
+    let o = run_scenario(
+        "mpool",
+        &[("GORO_IDLE_M_EXIT_MS", "100"), ("GORO_MAXPROCS", "2")],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "stdout:\n{out}\nstderr:\n{}",
+        stderr(&o)
+    );
+    assert!(out.contains("pool shrank"), "{out}");
+}
+
+/// The child side of the scenarios above; does nothing in a normal test run.
+#[test]
+fn scenario_child() {
+    let Ok(scenario) = std::env::var(SCENARIO_ENV) else {
+        return;
+    };
+    // Never hang: a plain thread the runtime does not know about ends the child.
+    // The deadlock scenario's watchdog is what ends it under GORO_DEADLOCK=ignore.
+    let limit = if scenario == "deadlock" { 1500 } else { 20_000 };
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(limit));
+        eprintln!("watchdog: ending the child");
+        std::process::exit(7);
+    });
+    match scenario.as_str() {
+        "deadlock" => {
+            // First an M waits on the runtime inside a blocking call: that must not
+            // keep the check off later.
+            let (tx, rx) = goro::chan::channel::<()>(0);
+            goro::go!(move || tx.send(()).unwrap());
+            goro::go!(move || goro::blocking(|| rx.recv().unwrap()))
+                .join()
+                .unwrap();
+            let (_tx, rx) = goro::chan::channel::<()>(0);
+            let m = Arc::new(goro::sync::Mutex::new(()));
+            let held = m.clone();
+            let stuck = goro::Builder::new()
+                .name("stuck-recv")
+                .spawn(move || {
+                    let _g = held.lock();
+                    let _ = rx.recv();
+                })
+                .unwrap();
+            let m2 = m.clone();
+            let _b = goro::Builder::new()
+                .name("stuck-mutex")
+                .spawn(move || {
+                    goro::time::sleep(Duration::from_millis(20));
+                    drop(m2.lock());
+                })
+                .unwrap();
+            stuck.join().unwrap();
+            unreachable!("the receive can never complete");
+        }
+        "timer" => {
+            goro::go!(|| goro::time::sleep(Duration::from_millis(600)))
+                .join()
+                .unwrap();
+        }
+        "socket" => {
+            let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = l.local_addr().unwrap();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(600));
+                std::net::TcpStream::connect(addr).unwrap();
+            });
+            goro::go!(move || drop(l.accept().unwrap())).join().unwrap();
+        }
+        "blocking" => {
+            goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_millis(600))))
+                .join()
+                .unwrap();
+        }
+        "sigquit" => {
+            let _n = goro::Builder::new()
+                .name("napper")
+                .spawn(|| goro::time::sleep(Duration::from_secs(10)))
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: raising a signal has no preconditions.
+            unsafe { libc::raise(libc::SIGQUIT) };
+            std::thread::sleep(Duration::from_secs(5));
+        }
+        "trace" => {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    goro::go!(|| {
+                        let start = Instant::now();
+                        while start.elapsed() < Duration::from_millis(400) {
+                            goro::time::sleep(Duration::from_millis(1));
+                        }
+                    })
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+        }
+        "mpool" => {
+            let ms = || {
+                std::fs::read_dir("/proc/self/task")
+                    .unwrap()
+                    .flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|c| c.starts_with("goro-m"))
+                    })
+                    .count()
+            };
+            let hs: Vec<_> = (0..30)
+                .map(|_| {
+                    goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_millis(300))))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(150));
+            let peak = ms();
+            for h in hs {
+                h.join().unwrap();
+            }
+            assert!(
+                peak >= 10,
+                "the pool did not grow for 30 blocking calls: {peak} Ms"
+            );
+            let start = Instant::now();
+            let mut now = ms();
+            while now > goro::maxprocs() + 1 && start.elapsed() < Duration::from_millis(1000) {
+                std::thread::sleep(Duration::from_millis(20));
+                now = ms();
+            }
+            assert!(now <= goro::maxprocs() + 1, "still {now} Ms (peak {peak})");
+            println!("pool shrank from {peak} to {now} Ms");
+            // The runtime still works after its Ms left.
+            assert_eq!(goro::go!(|| goro::blocking(|| 3)).join().unwrap(), 3);
+        }
+        other => panic!("unknown scenario {other}"),
+    }
+}
