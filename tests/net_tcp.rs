@@ -321,3 +321,37 @@ fn udp_round_trips() {
         assert_eq!(u.recv_from(&mut b).unwrap_err().kind(), ErrorKind::TimedOut);
     });
 }
+
+/// Many short round trips, each read with a timeout, the reader alone on its runtime
+/// most of the time: every read parks, its M goes idle and must hand the socket watch
+/// to the poller. A lost hand-over (an idle M turned away from the poller by a quick
+/// poll in progress) once hung one read in ~200 000 here, with its timeout never
+/// firing; the timeout below turns a regression into a failure.
+#[test]
+fn round_trips_with_read_timeouts_never_stall() {
+    with_timeout(T, || {
+        let (addr, _l) = echo_server();
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                goro::go!(move || {
+                    let s = TcpStream::connect(addr).unwrap();
+                    s.set_nodelay(true).unwrap();
+                    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                    let mut buf = [7u8; 64];
+                    let start = Instant::now();
+                    let mut n = 0;
+                    while n < 25_000 && start.elapsed() < Duration::from_secs(20) {
+                        (&s).write_all(&buf).unwrap();
+                        (&s).read_exact(&mut buf)
+                            .unwrap_or_else(|e| panic!("round trip {n}: {e} (a stalled read?)"));
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        for h in hs {
+            assert!(h.join().unwrap() > 0);
+        }
+    });
+}

@@ -27,6 +27,17 @@
 //! before the wait makes the wait return at once. `polling`'s epoll backend arms a
 //! timerfd for the timeout, so the wait has nanosecond resolution and no timer slack.
 //!
+//! # Someone watches the sockets
+//!
+//! While any caller waits on a socket, some M must end up in the poller: the last M to
+//! go idle blocks there even with no timer pending. The first waiter (the count going
+//! 0 -> 1) and an M deciding whether to block form a second Dekker pair: the waiter
+//! increments `waiters`, then reads `until`; the M takes `busy`, then reads `waiters`
+//! and, if it will block, stores `until`. If the M saw no waiter it never stored
+//! `until`, so the waiter sees 0 and wakes an M itself. A quick non-blocking poll
+//! (`poll_now`) never takes `busy`, so it cannot turn an idle M away from the poller.
+//! sysmon backs all this up when every P is idle (`sysmon::idle_backstop`).
+//!
 //! # Waking early
 //!
 //! Resolution is not latency: on this project's VM a timerfd wait of 100 µs returns
@@ -189,20 +200,26 @@ impl Netpoll {
     }
 
     /// Polls without blocking and readies whoever the events wake (from an M with a
-    /// P: into its run queue). Does nothing if another M is in the poller.
+    /// P: into its run queue). Does nothing if an M is in the poller or another poll is
+    /// under way.
+    ///
+    /// It does not take `busy`: `busy` means "an M sleeps here", and an idle M that
+    /// found it taken by a quick poll would stop instead of sleeping in the poller,
+    /// leaving nobody to watch the sockets and timers once the poll ended (a lost
+    /// wake-up seen as a hung socket read). The quick poll only takes the event buffer's
+    /// lock, which the blocking M holds while it waits, so the two never overlap.
     pub(crate) fn poll_now(&self) {
-        if self.busy.swap(true, Ordering::Acquire) {
+        if self.busy.load(Ordering::Relaxed) {
             return;
         }
-        {
-            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-            events.clear();
-            if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
-                self.dispatch(&events);
-            }
-            self.last_poll.store(nanotime(), Ordering::Relaxed);
+        let Ok(mut events) = self.events.try_lock() else {
+            return;
+        };
+        events.clear();
+        if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
+            self.dispatch(&events);
         }
-        self.busy.store(false, Ordering::Release);
+        self.last_poll.store(nanotime(), Ordering::Relaxed);
     }
 
     /// When an M last polled (runtime clock, ns).
@@ -229,7 +246,9 @@ impl Netpoll {
         }
         let mut deadline = earliest();
         if deadline == 0 {
-            if !self.has_waiters() {
+            // SeqCst: the blocker half of the Dekker pair with `PollDesc::wait`. If we
+            // miss a waiter here, it sees `until` still 0 and wakes an M.
+            if self.waiters.load(Ordering::SeqCst) == 0 {
                 self.busy.store(false, Ordering::Release);
                 return false;
             }
@@ -413,9 +432,14 @@ impl PollDesc {
                 return Err(timed_out());
             }
             st.waiter = Some(park::prepare());
-            if rt.netpoll.waiters.fetch_add(1, Ordering::SeqCst) == 0 && !rt.netpoll.busy() {
-                // The first waiter while no M is in the poller: get one there (an idle
-                // M that finds nothing else to do blocks in the poller now).
+            // The waiter half of a Dekker pair with `block`: count ourselves, then look
+            // for an M committed to the poller (`until` set). If there is none, wake
+            // one (an idle M that finds nothing else to do blocks in the poller now).
+            // `busy` would not do: an M that took it and then saw no waiter (before our
+            // increment) drops it again without blocking.
+            if rt.netpoll.waiters.fetch_add(1, Ordering::SeqCst) == 0
+                && rt.netpoll.until.load(Ordering::SeqCst) == 0
+            {
                 fence(Ordering::SeqCst);
                 crate::sched::wakep();
             }

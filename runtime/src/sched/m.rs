@@ -26,6 +26,9 @@ pub(crate) struct M {
     pub(crate) spinning: Cell<bool>,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
+    /// While this M blocks in the poller: how many coroutines it has readied (see
+    /// `find_runnable`); None otherwise.
+    pub(crate) poll_readied: Cell<Option<usize>>,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
@@ -267,15 +270,7 @@ impl M {
 /// How long an idle M beyond the pool's needs waits before it exits
 /// (`GORO_IDLE_M_EXIT_MS`, default 5 s).
 fn idle_m_timeout() -> Duration {
-    static T: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
-    *T.get_or_init(|| {
-        let ms = std::env::var("GORO_IDLE_M_EXIT_MS")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|&ms| ms > 0)
-            .unwrap_or(5_000);
-        Duration::from_millis(ms)
-    })
+    rt().idle_m_exit
 }
 
 /// Starts a new M holding `p` (Go: newm). Aborts if the OS refuses a thread: the
@@ -300,6 +295,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 curg: Cell::new(std::ptr::null()),
                 spinning: Cell::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
+                poll_readied: Cell::new(None),
             }));
             CURRENT_M.with(|c| c.set(m));
             super::sysmon::start();

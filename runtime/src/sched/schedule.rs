@@ -182,14 +182,31 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 
         // Sleep: in the netpoller until the earliest timer if there is one and no
         // other M is there already, else on this M's own parker.
-        if rt.netpoll.block(timers::earliest) {
+        // The coroutines the poller readies go to the global queue without a wakep
+        // each (see `ready`): this M takes a P and runs the first itself, and wakes
+        // another M only if there is more than one (Go: injectglist). On a single
+        // connection that saves a futex wake-up per round trip.
+        m.poll_readied.set(Some(0));
+        let blocked = rt.netpoll.block(timers::earliest);
+        let readied = m.poll_readied.take().unwrap_or(0);
+        if blocked {
             let p = {
                 let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
                 pidleget_locked(&mut s, &rt.spinning)
             };
             match p {
-                Some(p) => m.acquirep(p),
-                None => m.stopm(),
+                Some(p) => {
+                    m.acquirep(p);
+                    if readied > 1 {
+                        wakep();
+                    }
+                }
+                None => {
+                    if readied > 0 {
+                        wakep();
+                    }
+                    m.stopm();
+                }
             }
             continue;
         }
@@ -324,6 +341,11 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
             local.streak.set(0);
             // Relaxed: sysmon only compares successive values.
             p.tick_pub.store(t, Ordering::Relaxed);
+            // A new time slice: a request to yield meant for the last one is void
+            // (Go clears gp.preempt in execute). Relaxed: a hint, like the flag.
+            if p.preempt.load(Ordering::Relaxed) {
+                p.preempt.store(false, Ordering::Relaxed);
+            }
         }
     }
     // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
@@ -454,12 +476,22 @@ pub(crate) fn handoffp(p: &'static P) {
 /// else, to the global queue. Then wakes an idle P if no M is spinning.
 pub(crate) fn ready(g: GRef) {
     g.set_status(GStatus::Runnable);
-    match current_m().and_then(|m| m.p()) {
+    let m = current_m();
+    match m.and_then(|m| m.p()) {
         Some(p) => {
             let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
             publish(p, g, next);
         }
-        None => publish_global(g),
+        None => {
+            publish_global(g);
+            // An M in the poller: it wakes others itself afterwards (find_runnable).
+            if let Some(m) = m {
+                if let Some(n) = m.poll_readied.get() {
+                    m.poll_readied.set(Some(n + 1));
+                    return;
+                }
+            }
+        }
     }
     wakep();
 }

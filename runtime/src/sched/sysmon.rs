@@ -11,7 +11,10 @@
 //! 3. polls the network if sockets have waiters and nobody has polled for
 //!    [`NETPOLL_BACKSTOP_NS`];
 //! 4. prints the scheduler's state every `GORO_SCHEDTRACE` ms, if set;
-//! 5. when every P is idle, checks for a deadlock (see [`deadlock`](self#deadlock)).
+//! 5. when every P is idle, checks for a deadlock (see [`deadlock`](self#deadlock)),
+//!    and makes sure an M watches the pending timers and sockets (`idle_backstop`);
+//! 6. every [`SCAVENGE_PERIOD_NS`], unmaps part of the pooled stacks above the
+//!    pool's watermark (`stack::pool`).
 //!
 //! It sleeps [`SLEEP_MIN_NS`] between rounds, doubling up to [`SLEEP_MAX_NS`] while
 //! nothing happens, and not at all while every P is idle: then it waits on its wake
@@ -39,6 +42,7 @@ use super::g::GStatus;
 use super::p::PStatus;
 use super::runq::runq_empty;
 use super::{rt, timers, Runtime};
+use crate::stack::pool::SCAVENGE_PERIOD_NS;
 use crate::timers::nanotime;
 
 /// A blocking call this long loses its P.
@@ -52,6 +56,11 @@ pub(crate) const SLEEP_MIN_NS: i64 = 20_000;
 pub(crate) const SLEEP_MAX_NS: i64 = 10_000_000;
 /// Quiet rounds before the sleep starts doubling (Go: 50).
 const QUIET_ROUNDS: u32 = 50;
+/// sysmon's longest sleep while a coroutine has been asked to yield.
+const PREEMPT_POLL_NS: i64 = 1_000_000;
+/// How overdue a timer may be, on an all-idle runtime, before sysmon steps in (see
+/// `idle_backstop`).
+const IDLE_BACKSTOP_NS: i64 = 1_000_000;
 /// How long a deadlock must persist before it is reported.
 pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
 
@@ -165,20 +174,24 @@ fn run() {
     // SAFETY: prctl on the calling thread.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
     let rt = rt();
-    let trace_ms = std::env::var("GORO_SCHEDTRACE")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&n| n > 0);
-    let deadlock_check = std::env::var("GORO_DEADLOCK").as_deref() != Ok("ignore");
+    let trace_ms = rt.schedtrace_ms;
+    let deadlock_check = rt.deadlock_check;
     let start = nanotime();
     let mut next_trace = trace_ms.map(|ms| start + ms as i64 * 1_000_000);
     let mut seen = vec![Seen::default(); super::MAX_PROCS];
     let mut delay = SLEEP_MIN_NS;
     let mut quiet = 0u32;
     let mut deadlock_since: Option<(i64, u64)> = None;
+    let mut next_scavenge = start;
     loop {
         let now = nanotime();
         rt.coarse_now.store(now, Ordering::Relaxed);
+        // Stacks above the pool's watermark go back to the OS, a batch per period.
+        let mut stack_excess = 0;
+        if now >= next_scavenge {
+            next_scavenge = now + SCAVENGE_PERIOD_NS;
+            stack_excess = rt.stacks.scavenge();
+        }
         if let Some(t) = next_trace {
             if now >= t {
                 schedtrace(rt, now - start);
@@ -211,6 +224,13 @@ fn run() {
                 let until = (t - nanotime()).max(0);
                 timeout = Some(timeout.map_or(until, |d| d.min(until)));
             }
+            if let Some(d) = idle_backstop(rt, now) {
+                timeout = Some(timeout.map_or(d, |t| t.min(d)));
+            }
+            if stack_excess > 0 || rt.stacks.excess() > 0 {
+                let d = (next_scavenge - now).max(0);
+                timeout = Some(timeout.map_or(d, |t| t.min(d)));
+            }
             // Announce the deep sleep, then re-check: a P that starts running after
             // the announcement pokes the pipe; one that started before is seen here.
             DEEP_ASLEEP.store(true, Ordering::SeqCst);
@@ -222,14 +242,14 @@ fn run() {
             continue;
         }
         deadlock_since = None;
-        let acted = retake(rt, now, procs, &mut seen);
+        let (retook, preempting) = retake(rt, now, procs, &mut seen);
         if rt.netpoll.has_waiters()
             && !rt.netpoll.busy()
             && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS
         {
             rt.netpoll.poll_now();
         }
-        if acted {
+        if retook {
             quiet = 0;
             delay = SLEEP_MIN_NS;
         } else {
@@ -239,6 +259,13 @@ fn run() {
             }
         }
         let mut d = delay;
+        if preempting {
+            // A coroutine is running long: look again within PREEMPT_POLL_NS so that a
+            // preemption point it reaches takes effect soon. Not a reset to 20 µs
+            // rounds (Go does not count preemption as activity either): a CPU-bound
+            // program would otherwise wake sysmon thousands of times a second.
+            d = d.min(PREEMPT_POLL_NS);
+        }
         if let Some(t) = next_trace {
             d = d.min((t - nanotime()).max(0));
         }
@@ -255,6 +282,41 @@ fn run() {
             LONG_SLEEP.store(false, Ordering::Relaxed);
         }
     }
+}
+
+/// When every P is idle, something must still watch the pending timers and the
+/// sockets with waiters: the M in the poller. This backstop (Go's sysmon has the timer
+/// half) catches a lost hand-over to the poller: if a timer is more than
+/// [`IDLE_BACKSTOP_NS`] overdue, it breaks the poller's wait and wakes an M; if sockets
+/// have waiters and nobody has polled for [`NETPOLL_BACKSTOP_NS`] while no M is in the
+/// poller, it polls and wakes an M, which ends up in the poller. Returns how long sysmon
+/// may sleep before looking again (None: until poked), so that an idle runtime that
+/// waits on an M in the poller costs no CPU.
+fn idle_backstop(rt: &Runtime, now: i64) -> Option<i64> {
+    let earliest = timers::earliest();
+    let in_poller = rt.netpoll.busy();
+    let mut wake = false;
+    if earliest != 0 && now - earliest > IDLE_BACKSTOP_NS {
+        rt.netpoll.notify();
+        wake = true;
+    }
+    let unwatched = rt.netpoll.has_waiters() && !in_poller;
+    if unwatched && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS {
+        rt.netpoll.poll_now();
+        wake = true;
+    }
+    if wake {
+        super::wakep();
+    }
+    let mut timeout = None;
+    if earliest != 0 {
+        timeout = Some((earliest + IDLE_BACKSTOP_NS - now).max(IDLE_BACKSTOP_NS));
+    }
+    if unwatched || (earliest != 0 && !in_poller) {
+        // Nobody in the poller yet: normally an M is on its way there; look again soon.
+        timeout = Some(timeout.map_or(IDLE_BACKSTOP_NS, |t| t.min(IDLE_BACKSTOP_NS)));
+    }
+    timeout
 }
 
 /// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.
@@ -295,8 +357,8 @@ fn sleep(ns: Option<i64>) -> bool {
 }
 
 /// Retakes Ps stuck in blocking calls and flags long-running coroutines. Returns
-/// whether it did anything.
-fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> bool {
+/// whether it retook a P, and whether a P's preempt flag is (still) set.
+fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, bool) {
     let mut acted = false;
     let mut any_preempt = false;
     for (id, s) in seen.iter_mut().enumerate().take(procs) {
@@ -331,7 +393,6 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> bool {
                 } else if now - s.sched_when >= PREEMPT_AFTER_NS {
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
-                    acted = true;
                 }
                 any_preempt |= p.preempt.load(Ordering::Relaxed);
             }
@@ -339,7 +400,7 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> bool {
         }
     }
     PREEMPT_ANY.store(any_preempt, Ordering::Relaxed);
-    acted
+    (acted, any_preempt)
 }
 
 /// Whether nothing can ever wake anything (see "deadlock").
