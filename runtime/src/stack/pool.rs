@@ -1,12 +1,18 @@
 //! Stack recycling: a small cache per P, one global pool, and a watermark above which
-//! stacks go back to the OS.
+//! stacks go back to the OS, slowly.
 //!
 //! Only stacks of the runtime's default size are recycled; a coroutine spawned with
 //! its own `stack_size` gets a fresh mapping and unmaps it when it ends. A P takes from
 //! and returns to its own cache without any lock; when the cache overflows, half of it
-//! moves to the global pool, and when it is empty it refills half from there. The
-//! global pool keeps at most [`GLOBAL_POOL_MAX`] stacks; anything beyond is unmapped,
-//! so a burst of a million coroutines does not pin a million stacks after it ends.
+//! moves to the global pool, and when it is empty it refills half from there.
+//!
+//! The global pool takes every stack it is given. Above [`GLOBAL_POOL_MAX`] stacks,
+//! sysmon's scavenger (`scavenge`, every [`SCAVENGE_PERIOD_NS`]) unmaps half of the
+//! excess per round, at most [`SCAVENGE_BATCH`] stacks, so a burst of a million
+//! coroutines does not pin a million stacks for long after it ends. Unmapping on the
+//! spot instead cost a burst of 100 000 spawn+join 40% of its time in `munmap` (and
+//! the next burst the `mmap`s and first-touch page faults again); Go, too, returns
+//! freed stacks to the OS in the background.
 
 use std::cell::RefCell;
 use std::io;
@@ -16,8 +22,13 @@ use super::Stack;
 
 /// Stacks a P keeps for itself.
 pub(crate) const P_CACHE_MAX: usize = 32;
-/// Stacks the global pool keeps; more are unmapped (the watermark).
+/// Stacks the global pool keeps for good; the scavenger unmaps the rest (the
+/// watermark).
 pub(crate) const GLOBAL_POOL_MAX: usize = 512;
+/// How often sysmon runs the scavenger while the pool is above its watermark.
+pub(crate) const SCAVENGE_PERIOD_NS: i64 = 250_000_000;
+/// The most stacks one scavenger round unmaps (~10 ms of `munmap`).
+pub(crate) const SCAVENGE_BATCH: usize = 4096;
 
 /// A P's own stack cache. Owner-only: it lives in the P's local state, which only the
 /// M holding the P touches.
@@ -98,17 +109,33 @@ impl StackPool {
         self.release(all);
     }
 
-    /// Adds stacks to the global pool up to the watermark; unmaps the rest outside the
-    /// lock.
+    /// Adds stacks to the global pool (the scavenger trims it).
     fn release(&self, mut stacks: Vec<Stack>) {
-        {
+        let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+        global.append(&mut stacks);
+    }
+
+    /// How many stacks the global pool holds above its watermark (a racy snapshot).
+    pub(crate) fn excess(&self) -> usize {
+        let global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+        global.len().saturating_sub(GLOBAL_POOL_MAX)
+    }
+
+    /// One scavenger round: unmaps half of the excess above the watermark (all of it
+    /// when small), at most `SCAVENGE_BATCH` stacks, outside the lock. Returns the
+    /// excess left.
+    pub(crate) fn scavenge(&self) -> usize {
+        let (victims, left) = {
             let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
-            let room = GLOBAL_POOL_MAX.saturating_sub(global.len());
-            let keep = stacks.len().min(room);
-            let at = stacks.len() - keep;
-            global.extend(stacks.drain(at..));
-        }
-        drop(stacks);
+            let excess = global.len().saturating_sub(GLOBAL_POOL_MAX);
+            let n = if excess <= 64 { excess } else { excess / 2 };
+            let n = n.min(SCAVENGE_BATCH);
+            // The oldest stacks (bottom of the LIFO) go: the top ones are warmest.
+            let victims: Vec<Stack> = global.drain(..n).collect();
+            (victims, excess - n)
+        };
+        drop(victims);
+        left
     }
 
     #[cfg(test)]
@@ -134,6 +161,15 @@ mod tests {
             pool.put(Some(&cache), s);
         }
         assert!(cache.stacks.borrow().len() <= P_CACHE_MAX);
+        // Everything given back is kept until the scavenger trims it to the watermark.
+        let total = GLOBAL_POOL_MAX + 2 * P_CACHE_MAX;
+        assert_eq!(pool.global_len() + cache.stacks.borrow().len(), total);
+        assert_eq!(pool.excess(), pool.global_len() - GLOBAL_POOL_MAX);
+        let mut rounds = 0;
+        while pool.scavenge() > 0 {
+            rounds += 1;
+            assert!(rounds < 100, "the scavenger does not converge");
+        }
         assert_eq!(pool.global_len(), GLOBAL_POOL_MAX);
         // A cached stack comes back: same address.
         let top = {
@@ -152,6 +188,7 @@ mod tests {
         assert_eq!(cache.stacks.borrow().len(), before);
         pool.flush(&cache);
         assert!(cache.stacks.borrow().is_empty());
+        while pool.scavenge() > 0 {}
         assert_eq!(pool.global_len(), GLOBAL_POOL_MAX);
     }
 }
