@@ -19,9 +19,15 @@ mod macros;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
+/// The user guide's examples (`docs/guide.md`), compiled and run as doc tests.
+#[doc = include_str!("../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
+
 pub use goro_runtime::{
-    blocking, current_id, maxprocs, num_goroutines, preempt_point, set_maxprocs, spawn, yield_now,
-    Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    blocking, current_id, maxprocs, num_goroutines, panic_message, preempt_point, set_maxprocs,
+    spawn, yield_now, Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
+    MIN_STACK_SIZE,
 };
 
 /// Parking and unparking coroutines and threads: the primitive every blocking

@@ -6,6 +6,12 @@
 //!   `k`/`K`/`KiB` or `m`/`M`/`MiB` suffix (default 256 KiB).
 //! - `GORO_STACK_GUARD=mprotect`: use `mprotect` guard pages even where
 //!   `MADV_GUARD_INSTALL` works (for testing the fallback).
+//! - `GORO_SCHEDTRACE=N`: sysmon prints a scheduler state line on stderr every N ms
+//!   (N ≥ 1; unset: never).
+//! - `GORO_DEADLOCK`: `ignore` turns deadlock detection off; `detect` (the default)
+//!   keeps it on.
+//! - `GORO_IDLE_M_EXIT_MS`: how long an idle thread beyond the pool's needs waits
+//!   before it exits (ms ≥ 1, default 5000).
 //!
 //! A value that does not parse stops the program with a message naming the variable:
 //! a typo in a tuning knob should not silently fall back to a default.
@@ -19,6 +25,9 @@ pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
 pub(crate) struct Config {
     pub(crate) maxprocs: usize,
     pub(crate) stack_usable: usize,
+    pub(crate) schedtrace_ms: Option<u64>,
+    pub(crate) deadlock_check: bool,
+    pub(crate) idle_m_exit_ms: u64,
 }
 
 impl Config {
@@ -36,10 +45,43 @@ impl Config {
         };
         let stack_usable =
             stack::usable_size(stack_size).unwrap_or_else(|e| panic!("GORO_STACK_SIZE: {e}"));
+        let schedtrace_ms = std::env::var("GORO_SCHEDTRACE")
+            .ok()
+            .map(|v| parse_millis(&v).unwrap_or_else(|e| panic!("GORO_SCHEDTRACE: {e}")));
+        let deadlock_check = match std::env::var("GORO_DEADLOCK") {
+            Ok(v) => parse_deadlock(&v).unwrap_or_else(|e| panic!("GORO_DEADLOCK: {e}")),
+            Err(_) => true,
+        };
+        let idle_m_exit_ms = match std::env::var("GORO_IDLE_M_EXIT_MS") {
+            Ok(v) => parse_millis(&v).unwrap_or_else(|e| panic!("GORO_IDLE_M_EXIT_MS: {e}")),
+            Err(_) => 5_000,
+        };
         Config {
             maxprocs,
             stack_usable,
+            schedtrace_ms,
+            deadlock_check,
+            idle_m_exit_ms,
         }
+    }
+}
+
+/// A whole number of milliseconds, at least 1.
+pub(crate) fn parse_millis(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "must be a whole number of milliseconds, at least 1, got {s:?}"
+        )),
+    }
+}
+
+/// `ignore` (off) or `detect` (on).
+pub(crate) fn parse_deadlock(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "ignore" => Ok(false),
+        "detect" => Ok(true),
+        _ => Err(format!("must be `ignore` or `detect`, got {s:?}")),
     }
 }
 
@@ -84,6 +126,17 @@ mod tests {
         assert!(parse_maxprocs("-1").is_err());
         assert!(parse_maxprocs("two").is_err());
         assert!(parse_maxprocs(&(MAX_PROCS + 1).to_string()).is_err());
+    }
+
+    #[test]
+    fn millis_and_deadlock_parse_and_reject() {
+        assert_eq!(parse_millis("50"), Ok(50));
+        assert!(parse_millis("0").is_err());
+        assert!(parse_millis("abc").is_err());
+        assert!(parse_millis("-5").is_err());
+        assert_eq!(parse_deadlock("ignore"), Ok(false));
+        assert_eq!(parse_deadlock("detect"), Ok(true));
+        assert!(parse_deadlock("off").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! deadline that would overflow is pinned to the end of time, never wrapped, so
 //! `sleep(Duration::MAX)` sleeps forever and disturbs nobody.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +16,54 @@ use goro_timers::when_after;
 use crate::park::{self, WaitReason};
 use crate::sched::{self, timers as sched_timers};
 use crate::timers::{nanotime, when_of_instant, TimerInner};
+
+/// A function whose calls, from any number of coroutines, run one at a time in
+/// arrival order; a caller that finds it busy parks (never spins, never blocks its M).
+struct Serial<F> {
+    /// Whether a call is running, and who waits for their turn.
+    state: Mutex<(bool, VecDeque<park::Unparker>)>,
+    f: Mutex<F>,
+}
+
+impl<F: FnMut()> Serial<F> {
+    fn new(f: F) -> Serial<F> {
+        Serial {
+            state: Mutex::new((false, VecDeque::new())),
+            f: Mutex::new(f),
+        }
+    }
+
+    fn call(&self) {
+        loop {
+            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if !st.0 {
+                st.0 = true;
+                break;
+            }
+            st.1.push_back(park::prepare());
+            // The lock is released after the switch: the releaser's wake-up cannot
+            // come before we are parked and lost.
+            park::park_commit(WaitReason::Mutex, move || drop(st));
+        }
+        /// Ends the turn even if `f` panics, and hands it to the next caller.
+        struct Turn<'a>(&'a Mutex<(bool, VecDeque<park::Unparker>)>);
+        impl Drop for Turn<'_> {
+            fn drop(&mut self) {
+                let next = {
+                    let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+                    st.0 = false;
+                    st.1.pop_front()
+                };
+                if let Some(u) = next {
+                    u.unpark();
+                }
+            }
+        }
+        let _turn = Turn(&self.state);
+        // Only the turn's holder gets here, so this lock is never contended.
+        (self.f.lock().unwrap_or_else(|e| e.into_inner()))();
+    }
+}
 
 /// Sleeps for `d`: parks the calling coroutine, or blocks the calling plain thread
 /// (`std::thread::sleep`). A zero duration returns at once; `Duration::MAX` sleeps
@@ -33,6 +82,7 @@ pub fn sleep(d: Duration) {
 
 /// Sleeps until `deadline`; returns at once if it has passed.
 pub fn sleep_until(deadline: Instant) {
+    crate::preempt_point();
     let now = Instant::now();
     if deadline <= now {
         return;
@@ -68,19 +118,14 @@ impl Timer {
     /// is reset and fires. Firings never run `f` concurrently with itself: a firing
     /// that finds the previous call still running waits for it.
     pub fn after_func<F: FnMut() + Send + 'static>(d: Duration, f: F) -> Timer {
-        let f = Arc::new(Mutex::new(f));
+        let f = Arc::new(Serial::new(f));
         let raw = RawTimer::new(move || {
             let f = f.clone();
             // A spawn failure (no memory for a stack) cannot be reported to anyone
             // here; the timer's firing is lost, and the runtime says so.
-            let spawned = crate::Builder::new().name("timer").spawn(move || loop {
-                // Never block the M on the previous firing: yield until it is done.
-                if let Ok(mut f) = f.try_lock() {
-                    f();
-                    return;
-                }
-                crate::yield_now();
-            });
+            let spawned = crate::Builder::new()
+                .name("timer")
+                .spawn(move || f.call());
             if let Err(e) = spawned {
                 eprintln!("goro: Timer::after_func: cannot start a coroutine for a firing: {e}");
             }

@@ -60,6 +60,7 @@ impl<T> RwLock<T> {
 impl<T: ?Sized> RwLock<T> {
     /// Locks for reading, waiting while a writer holds or waits for the lock.
     pub fn read(&self) -> RwLockReadGuard<'_, T> {
+        goro_runtime::preempt_point();
         // Acquire: pairs with the writer's Release in write_unlock.
         if self.reader_count.fetch_add(1, Ordering::Acquire) + 1 < 0 {
             // A writer is pending: wait for it.

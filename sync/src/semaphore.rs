@@ -33,6 +33,7 @@ impl Semaphore {
 
     /// Takes a permit, waiting until one is available. Waiters are served FIFO.
     pub fn acquire(&self) {
+        goro_runtime::preempt_point();
         sema::acquire(&self.permits, false, WaitReason::Sema);
     }
 

@@ -96,6 +96,7 @@ impl WaitGroup {
     ///
     /// If the group was reused (a positive `add`) before this wait had returned.
     pub fn wait(&self) {
+        goro_runtime::preempt_point();
         let inner = &*self.inner;
         let mut state = inner.state.load(Ordering::Acquire);
         loop {

@@ -186,6 +186,10 @@ pub(crate) struct Runtime {
     /// Ms whose threads are running (`nm` minus those that left the pool). Relaxed
     /// everywhere: only the idle-M exit heuristic and the trace read it.
     pub(crate) nm_alive: AtomicUsize,
+    /// `GORO_SCHEDTRACE`, `GORO_DEADLOCK`, `GORO_IDLE_M_EXIT_MS` (see config.rs).
+    pub(crate) schedtrace_ms: Option<u64>,
+    pub(crate) deadlock_check: bool,
+    pub(crate) idle_m_exit: std::time::Duration,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -222,6 +226,9 @@ fn init() -> &'static Runtime {
             allgs: allgs::AllGs::new(),
             coarse_now: AtomicI64::new(crate::timers::nanotime()),
             nm_alive: AtomicUsize::new(0),
+            schedtrace_ms: cfg.schedtrace_ms,
+            deadlock_check: cfg.deadlock_check,
+            idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
         };
         rt.resize_locked(&mut rt.sched.lock().unwrap(), cfg.maxprocs);
         rt

@@ -374,6 +374,8 @@ pub mod __private {
 ///
 /// Ready arms are chosen uniformly at random. Without a default, the select waits for
 /// an arm (parking a coroutine, blocking a thread). `select! {}` waits forever.
+/// The macro takes at most 32 arms besides the default (a compile error beyond);
+/// the [`select`] function behind it takes up to [`MAX_ARMS`].
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {
