@@ -123,9 +123,7 @@ impl Timer {
             let f = f.clone();
             // A spawn failure (no memory for a stack) cannot be reported to anyone
             // here; the timer's firing is lost, and the runtime says so.
-            let spawned = crate::Builder::new()
-                .name("timer")
-                .spawn(move || f.call());
+            let spawned = crate::Builder::new().name("timer").spawn(move || f.call());
             if let Err(e) = spawned {
                 eprintln!("goro: Timer::after_func: cannot start a coroutine for a firing: {e}");
             }
