@@ -42,9 +42,8 @@ use std::time::{Duration, Instant};
 
 use goro::time::Timer;
 use goro_bench::{
-    do_work, run_bounded, spin_until, steal_time, warmup_scheduler, Lateness, TickSlot, WaitGroup,
+    do_work, run_bounded, spin_until, steal_time, warmup_scheduler, Lateness, WaitGroup,
 };
-use goro_runtime::time::RawTimer;
 
 /// Bound of one benchmark (one sub-benchmark for the staggered tickers).
 const BENCH_TIMEOUT: Duration = Duration::from_secs(120);
@@ -361,37 +360,6 @@ fn parallel_main(procs: usize, timer_count: usize, rounds: usize) -> Samples {
     shared.samples.take()
 }
 
-/// A Go `time.Ticker` for the port: a periodic [`RawTimer`] whose function posts to a
-/// capacity-1 [`TickSlot`] (Go's `Ticker.C`, capacity 1: a tick that finds one pending
-/// is dropped), waking the reader if it is parked.
-struct Ticker {
-    raw: RawTimer,
-    slot: Arc<TickSlot>,
-    dropped: Arc<AtomicUsize>,
-}
-
-impl Ticker {
-    /// Ticks every `period`, the first one `period` from now (Go: `NewTicker`).
-    fn new(period: Duration) -> Ticker {
-        let slot = Arc::new(TickSlot::new());
-        let dropped = Arc::new(AtomicUsize::new(0));
-        let (s, d) = (slot.clone(), dropped.clone());
-        // Runs on the scheduler's stack: only atomics, a short lock and an unpark.
-        let raw = RawTimer::new(move || {
-            if !s.post() {
-                d.fetch_add(1, Ordering::Relaxed);
-            }
-        });
-        raw.reset_at(Instant::now() + period, Some(period));
-        Ticker { raw, slot, dropped }
-    }
-
-    /// `<-ticker.C`.
-    fn recv(&self) {
-        self.slot.recv();
-    }
-}
-
 /// Ports Go's `BenchmarkStaggeredTickerLatency` (CL 232298): ticker latency with
 /// staggered wake-up times and CPU-bound work of `work-dur` after each tick.
 ///
@@ -400,9 +368,9 @@ impl Ticker {
 /// 3 ms tickers, spinning `3 ms / procs` before each (the stagger), each read by its own
 /// coroutine that records its lateness against its expected wake-up, advances that by
 /// 3 ms and spins `work-dur`, for a fixed number of ticks (Go: `b.N`); then wait for all
-/// readers. Differences: the ticker is a [`RawTimer`] with a [`TickSlot`] (see
-/// [`Ticker`]); each sub-benchmark runs in a fresh coroutine, as Go's `b.Run` does; the
-/// number of ticks dropped because a reader was still busy is reported too.
+/// readers. The ticker is goro's `time::Ticker` (a capacity-1 channel fed by a periodic
+/// runtime timer, as Go's). Each sub-benchmark runs in a fresh coroutine, as Go's
+/// `b.Run` does.
 fn staggered_ticker_latency(quick: bool, procs: usize, cpus: usize, problems: &mut Vec<String>) {
     const DELAY: Duration = Duration::from_millis(3);
     let name = "StaggeredTickerLatency";
@@ -417,14 +385,14 @@ fn staggered_ticker_latency(quick: bool, procs: usize, cpus: usize, problems: &m
             let sub = format!("{name}/work-dur={}/tickers-per-P={per_p}", go_duration(dur));
             let ticker_count = procs * per_p;
             let steal = steal_time().ok();
-            let (s, dropped) = run_bounded(BENCH_TIMEOUT, &sub, move || {
+            let s = run_bounded(BENCH_TIMEOUT, &sub, move || {
                 staggered_main(procs, ticker_count, dur, ticks, DELAY)
             });
             let mut all = s.finish(&sub, ticks, problems);
             let mut extra = String::new();
             let _ = write!(
                 extra,
-                "{ticks} ticks x {ticker_count} tickers, {procs} Ps, {dropped} ticks dropped{}",
+                "{ticks} ticks x {ticker_count} tickers, {procs} Ps{}",
                 steal_since(steal)
             );
             print_line(&sub, &mut all, &extra);
@@ -432,22 +400,20 @@ fn staggered_ticker_latency(quick: bool, procs: usize, cpus: usize, problems: &m
     }
 }
 
-/// One sub-benchmark of `StaggeredTickerLatency`; its samples and the ticks dropped.
+/// One sub-benchmark of `StaggeredTickerLatency`; its samples.
 fn staggered_main(
     procs: usize,
     ticker_count: usize,
     dur: Duration,
     ticks: usize,
     delay: Duration,
-) -> (Samples, usize) {
+) -> Samples {
     struct Shared {
         samples: Samples,
-        dropped: AtomicUsize,
         wg: WaitGroup,
     }
     let shared = Arc::new(Shared {
         samples: Samples::new(ticker_count, ticks),
-        dropped: AtomicUsize::new(0),
         wg: WaitGroup::new(),
     });
 
@@ -459,7 +425,7 @@ fn staggered_main(
         .map(|j| {
             do_work(stagger);
             let first = Instant::now() + delay;
-            let ticker = Ticker::new(delay);
+            let ticker = goro::time::Ticker::new(delay);
             let s = shared.clone();
             goro::go!(move || {
                 let mut expected = first;
@@ -469,10 +435,7 @@ fn staggered_main(
                     expected += delay;
                     do_work(dur);
                 }
-                let was_pending = ticker.raw.stop();
-                assert!(was_pending, "a periodic ticker was no longer pending");
-                s.dropped
-                    .fetch_add(ticker.dropped.load(Ordering::Relaxed), Ordering::Relaxed);
+                ticker.stop();
                 s.wg.done();
             })
         })
@@ -482,10 +445,7 @@ fn staggered_main(
     for h in readers {
         h.join().expect("ticker reader panicked");
     }
-    (
-        shared.samples.take(),
-        shared.dropped.load(Ordering::Relaxed),
-    )
+    shared.samples.take()
 }
 
 #[cfg(test)]

@@ -1,0 +1,200 @@
+//! Channel benchmarks: Go's scheduler benchmarks built on channels, ported to goro.
+//!
+//! ```text
+//! cargo bench -p goro-bench --bench chan
+//! GORO_MAXPROCS=1 cargo bench -p goro-bench --bench chan
+//! ```
+//!
+//! Groups, named after Go's benchmarks without `Benchmark`; the time criterion prints
+//! is per the unit in the function's name:
+//!
+//! - `Chain/per_hop`, `ChainBuf/per_hop`: a token through a chain of 10 000 coroutines
+//!   (unbuffered links, capacity-1 links).
+//! - `Sieve/per_transfer`: the concurrent prime sieve up to the 5 000th prime.
+//! - `Powser/per_get`: power series over channels, per coefficient fetched.
+//! - `PingPong/round_trip`: one round trip over two unbuffered channels.
+//! - `WakeupParallelSpinning/<N>us`, `WakeupParallelSyscall/<N>us`: Go's
+//!   `runtime/proc_test.go` benchmarks, per iteration (skipped at 1 P, as in Go).
+//!
+//! The workloads are in `examples/chain.rs`, `examples/sieve.rs`, `examples/powser.rs`
+//! and the `workloads` module of `src/bin/chan_compare.rs` (included here as a module);
+//! that tool also prints them next to Go's (`bench/go/chan_bench_test.go`). Each timed
+//! loop runs on a coroutine (the driver), bounded by a timeout that panics.
+
+use std::time::{Duration, Instant};
+
+use criterion::{criterion_group, BenchmarkGroup, Criterion, SamplingMode};
+use goro_bench::run_bounded;
+
+#[allow(dead_code)]
+#[path = "../src/bin/chan_compare.rs"]
+mod chan_compare;
+
+use chan_compare::workloads::{self, chain, powser, sieve, PingPong, Wait, DELAYS_US};
+
+/// Bound of one sample's timed run.
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// `Chain` and `ChainBuf`: the chain benchmarks of Go's GOMAXPROCS 1.5 design
+/// (golang.org/s/go15gomaxprocs; the Go 1.10 change 868c8b37 cites them). One op is
+/// one token from head to tail; the time reported is per hop (op / 10 000).
+///
+/// Differences: the chain is built once per group (outside the timing) and the driver
+/// sends one token at a time and checks its value at the tail (head + 10 000).
+fn chain_benches(c: &mut Criterion) {
+    for (name, cap) in [("Chain", 0), ("ChainBuf", 1)] {
+        let ch = chain::Chain::new(chain::HOPS, cap);
+        let hops = ch.driver().hops() as f64;
+        let mut g = c.benchmark_group(name);
+        g.bench_function("per_hop", |b| {
+            b.iter_custom(|iters| {
+                let drv = ch.driver();
+                let d = run_bounded(TIMEOUT, name, move || {
+                    let start = Instant::now();
+                    drv.pass(iters).unwrap_or_else(|e| panic!("{e}"));
+                    start.elapsed()
+                });
+                d.div_f64(hops)
+            })
+        });
+        g.finish();
+        run_bounded(TIMEOUT, "chain shutdown", move || ch.shutdown())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+/// `Sieve`: the concurrent prime sieve (Go's `test/chan/sieve1.go`, the `Sieve` of the
+/// GOMAXPROCS 1.5 benchmarks), here up to the 5 000th prime, which is checked to be
+/// 48611 (and all primes against a sequential sieve, and that no number was lost).
+/// One op is a whole sieve (seconds), reported per channel transfer.
+///
+/// Differences: Go's program prints primes forever; this one stops at 5 000 primes,
+/// and the tear-down (closing the generator and draining the filters) is not timed.
+/// The generator selects on a quit channel next to its send, as the Go port does.
+fn sieve_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("Sieve");
+    g.sampling_mode(SamplingMode::Flat);
+    g.bench_function("per_transfer", |b| {
+        b.iter_custom(|iters| {
+            let (mut total, mut transfers) = (Duration::ZERO, 0u64);
+            for _ in 0..iters {
+                let run = run_bounded(TIMEOUT, "Sieve", || sieve::run(sieve::PRIMES))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(
+                    run.primes.last(),
+                    Some(&sieve::PRIME_5000),
+                    "Sieve: wrong 5000th prime"
+                );
+                total += run.elapsed;
+                transfers += run.transfers;
+            }
+            // Per iteration, criterion will divide by iters: ns per transfer.
+            total.mul_f64(iters as f64 / transfers as f64)
+        })
+    });
+    g.finish();
+}
+
+/// `Powser`: McIlroy's power series over channels (Go's `test/chan/powser1.go`, the
+/// `Powser` of the GOMAXPROCS 1.5 benchmarks). One op computes the series of Go's test
+/// (sums, products, derivative, integral, exp, atan by substitution) plus tan x via
+/// `Recip`, and checks ten exact coefficients of each; the time is reported per
+/// coefficient fetched from a stream (`get`, in all coroutines).
+///
+/// Differences: every op has its own context and tears it down untimed (closing its
+/// channels ends its coroutines; Go's program leaves them blocked); tan x is added.
+fn powser_bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("Powser");
+    g.bench_function("per_get", |b| {
+        b.iter_custom(|iters| {
+            let (mut total, mut gets) = (Duration::ZERO, 0u64);
+            for _ in 0..iters {
+                let run =
+                    run_bounded(TIMEOUT, "Powser", powser::run).unwrap_or_else(|e| panic!("{e}"));
+                total += run.elapsed;
+                gets += run.gets;
+            }
+            total.mul_f64(iters as f64 / gets as f64)
+        })
+    });
+    g.finish();
+}
+
+/// `PingPong`: two coroutines passing a value back and forth over two unbuffered
+/// channels; time per round trip. Go's runtime has no benchmark of exactly this:
+/// `BenchmarkPingPongHog` (proc_test.go) is the same ping-pong with a CPU hog next to
+/// it at GOMAXPROCS=1, `BenchmarkChanSync` (chan_test.go) alternates two goroutines on
+/// ONE unbuffered channel, per transfer. `bench/go/` has this program.
+fn ping_pong_bench(c: &mut Criterion) {
+    let pp = PingPong::new();
+    let mut g = c.benchmark_group("PingPong");
+    g.bench_function("round_trip", |b| {
+        b.iter_custom(|iters| {
+            let drv = pp.driver();
+            run_bounded(TIMEOUT, "PingPong", move || {
+                let start = Instant::now();
+                drv.round_trips(iters).unwrap_or_else(|e| panic!("{e}"));
+                start.elapsed()
+            })
+        })
+    });
+    g.finish();
+    run_bounded(TIMEOUT, "PingPong shutdown", move || pp.shutdown())
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `WakeupParallelSpinning` and `WakeupParallelSyscall`: Go's
+/// `benchmarkWakeupParallel` (runtime/proc_test.go, Go 1.10 change 868c8b37): two
+/// coroutines alternate as sender and receiver on an unbuffered channel, each waiting
+/// `delay` (the sender `delay` + 5 µs) before every operation, by spinning on the
+/// clock or in a nanosleep system call. Time per iteration (each coroutine sends once
+/// and receives once). Skipped at 1 P, as Go skips it at GOMAXPROCS=1.
+///
+/// Differences: sub-benchmarks are named `0us`, `1us`, ... (Go: `0s`, `1µs`, ...).
+/// `Syscall` runs `std::thread::sleep` inside `goro::blocking` (Go: `syscall.Nanosleep`,
+/// whose P sysmon may retake after ~20 µs, as goro's does), and sleeps 1 ns for a
+/// delay of 0 (std makes no system call for 0; Linux treats 0 ns and 1 ns alike).
+fn wakeup_benches(c: &mut Criterion) {
+    if goro::maxprocs() == 1 {
+        eprintln!("WakeupParallelSpinning, WakeupParallelSyscall: skipping: GORO_MAXPROCS=1");
+        return;
+    }
+    for wait in Wait::ALL {
+        let mut g: BenchmarkGroup<'_, _> = c.benchmark_group(wait.name());
+        for us in DELAYS_US {
+            let delay = Duration::from_micros(us);
+            g.bench_function(workloads::delay_name(us), |b| {
+                b.iter_custom(|iters| {
+                    run_bounded(TIMEOUT, wait.name(), move || {
+                        workloads::wakeup_parallel(wait, delay, iters)
+                    })
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(10)
+}
+
+criterion_group! {
+    name = chan;
+    config = config();
+    targets = chain_benches, sieve_bench, powser_bench, ping_pong_bench, wakeup_benches
+}
+
+// criterion_main!, plus a line saying how many Ps the runtime runs with.
+fn main() {
+    eprintln!(
+        "goro: {} Ps (GORO_MAXPROCS={})",
+        goro::maxprocs(),
+        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
+    );
+    chan();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,70 @@
+//! Ports of Go's runtime-semaphore and `sync.Mutex` benchmarks: goro's `sema` and
+//! `Mutex` next to `std::sync::Mutex` and `parking_lot::Mutex`.
+//!
+//! ```text
+//! GORO_MAXPROCS=1 cargo bench -p goro-bench --bench sync
+//! GORO_MAXPROCS=2 cargo bench -p goro-bench --bench sync
+//! ```
+//!
+//! Groups, named after Go's benchmarks without `Benchmark`:
+//!
+//! - `SemaUncontended`, `SemaSyntNonblock`, `SemaSyntBlock`, `SemaWorkNonblock`,
+//!   `SemaWorkBlock`: Go 1.19 `sync/runtime_sema_test.go` (the runtime semaphore,
+//!   reached through sync's test exports), on `goro_sync::sema`. Functions `goro` and
+//!   `goro_no_backoff` (`backoff::set_randomized(false)` for the run).
+//! - `MutexUncontended`, `Mutex`, `MutexSlack`, `MutexWork`, `MutexWorkSlack`: Go 1.19
+//!   `sync/mutex_test.go`. Functions `goro`, `goro_no_backoff` (`goro::sync::Mutex` on
+//!   coroutines), `std` and `parking_lot` (on plain threads).
+//! - `WorkOnly/goro`: not in Go's tree; the local work of the `*Work*` benchmarks
+//!   alone, to compare with Go's compiled loop (`bench/go/`, `BenchmarkWorkOnly`).
+//!
+//! Each is Go's `b.RunParallel`: `maxprocs()` workers (coroutines for goro, threads for
+//! the peers; ten per P in `*Slack`) share the iterations; time per op = wall time /
+//! iterations, from the moment all workers wait at a start gate to the last one's end.
+//! What each benchmark does and where it differs from Go's is documented on
+//! `goro_bench::sync_workloads` (in short: the Mutex critical sections count, to catch
+//! a lost update; the timed region excludes spawning).
+//!
+//! For one table with Go's figures from the same run, see `src/bin/sync_compare.rs`.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, Criterion};
+use goro_bench::sync_workloads::{run, Bench};
+
+/// One group per benchmark, one function per contender.
+fn sync_benches(c: &mut Criterion) {
+    for bench in Bench::ALL {
+        let mut g = c.benchmark_group(bench.name());
+        for &contender in bench.contenders() {
+            g.bench_function(contender.name(), |b| {
+                b.iter_custom(|iters| run(bench, contender, iters))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(10)
+}
+
+criterion_group! {
+    name = sync;
+    config = config();
+    targets = sync_benches
+}
+
+// criterion_main!, plus a line saying how many Ps the runtime runs with.
+fn main() {
+    eprintln!(
+        "goro: {} Ps (GORO_MAXPROCS={})",
+        goro::maxprocs(),
+        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
+    );
+    sync();
+    Criterion::default().configure_from_args().final_summary();
+}

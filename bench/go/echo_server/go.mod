@@ -1,0 +1,3 @@
+module goro-bench-echo-server
+
+go 1.19
