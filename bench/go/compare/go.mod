@@ -1,0 +1,3 @@
+module goro-compare
+
+go 1.19

@@ -1,0 +1,624 @@
+//! The may contender: every workload of [`Workload`] on may 0.3's stackful coroutines
+//! (`may::config().set_workers(common::procs())`), with may's own primitives.
+//!
+//! How each workload maps onto may (see common.rs for what is measured):
+//!
+//! - tasks are coroutines with may's default stack (`0x1000` words: 32 KiB on 64-bit,
+//!   enough for every coroutine here: none keeps a large buffer or recurses). The body
+//!   of every workload runs in a coroutine of its own (as Go's main goroutine is a
+//!   goroutine); the calling thread only joins it.
+//! - channels: may 0.3 has no bounded or rendezvous channel: `may::sync::{mpsc, mpmc,
+//!   spsc}` are all unbounded. In `Chain`, `ChainBuf` and `PingPong` at most one value
+//!   is ever queued in a channel (one token in flight), so a bound of 0 or 1 would never
+//!   make a sender wait there: they use `may::sync::mpsc` as it is (and `Chain` and
+//!   `ChainBuf` are the same program). The sieve's generator would run away on an
+//!   unbounded channel, so `Sieve` uses a capacity-1 channel built here from
+//!   `may::sync::mpsc` and a `may::sync::Semphore` of one credit ([`bounded`]). The
+//!   sieve is ~13 million such hand-offs, each parking and waking a coroutine on both
+//!   the channel and the semaphore: it takes about 20 s on a 2-core machine (tokio:
+//!   about 3 s), far past the ~2 s of the other workloads, but well inside
+//!   `compare`'s default 60 s worker timeout.
+//! - the mutex is `may::sync::Mutex` (a coroutine waiting for it is parked, not its
+//!   thread); yield is `may::coroutine::yield_now`, sleep `may::coroutine::sleep`.
+//! - `RssParked`: each coroutine waits on its own `may::sync::mpsc` receive.
+//! - echo: `may::net`, one coroutine per connection (read, then `write_all`).
+//!
+//! What may cannot do here: every coroutine stack is a separate `mmap` with a
+//! `PROT_NONE` guard page at its bottom (generator's `Stack::new`), i.e. two kernel
+//! memory mappings per live coroutine (measured: 10 000 parked coroutines add 18 000
+//! mappings, the other 1 000 come from may's pool, allocated at start-up). Linux caps
+//! mappings per process at `vm.max_map_count` (65 530 by default), so about 32 700
+//! coroutines can be alive at once. Past that the stack allocation fails (ENOMEM) and
+//! may panics inside `spawn` ("failed to alloc sys stack"); with `RUST_BACKTRACE=1`
+//! the panic's own backtrace then fails to allocate and the process deadlocks. So
+//! `SpawnJoin` (100 000 spawned before the first join) and `RssParked` (100 000
+//! parked) are refused up front, with the numbers, when the limit cannot hold them.
+
+use std::any::Any;
+use std::io::{ErrorKind, Read, Write};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use may::coroutine::{yield_now, JoinHandle};
+use may::net::{TcpListener, TcpStream};
+use may::sync::{mpsc, Mutex, Semphore};
+
+use crate::common::{self, Outcome, Workload};
+
+/// Sets may's worker count; must run before may's scheduler starts (its first use).
+fn configure() {
+    may::config().set_workers(common::procs());
+}
+
+/// The text of a panic payload.
+fn panic_text(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-text panic)".to_string()
+    }
+}
+
+/// Spawns a coroutine with may's default stack, turning may's panic on a failed stack
+/// allocation into an error.
+///
+/// # Safety
+///
+/// `may::coroutine::Builder::spawn`'s contract: `f` must not use a thread-local value
+/// across a point where it may block or yield (the coroutine can resume on another
+/// worker thread, leaving the reference pointing at the first thread's copy), and it
+/// must fit in may's default coroutine stack (32 KiB on 64-bit; overflowing it hits the
+/// guard page and kills the process).
+unsafe fn go<F, T>(f: F) -> Result<JoinHandle<T>, String>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let spawned = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the caller upholds `Builder::spawn`'s contract (this function's).
+        unsafe { may::coroutine::Builder::new().spawn(f) }
+    }));
+    match spawned {
+        Ok(Ok(handle)) => Ok(handle),
+        Ok(Err(e)) => Err(format!("may: cannot spawn a coroutine: {e}")),
+        Err(p) => Err(format!(
+            "may: spawning a coroutine panicked: {}",
+            panic_text(p.as_ref())
+        )),
+    }
+}
+
+/// Joins `h`, turning a panicked coroutine into an error.
+fn join<T>(h: JoinHandle<T>) -> Result<T, String> {
+    h.join()
+        .map_err(|p| format!("may: a coroutine panicked: {}", panic_text(p.as_ref())))
+}
+
+/// Kernel memory mappings of this process now, and the limit (`vm.max_map_count`).
+fn map_counts() -> Option<(usize, usize)> {
+    let now = std::fs::read_to_string("/proc/self/maps")
+        .ok()?
+        .lines()
+        .count();
+    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some((now, max))
+}
+
+/// Refuses a workload that keeps up to `live` coroutines alive at once when their
+/// stacks (two mappings each: the stack and its guard page) would not fit under
+/// `vm.max_map_count` (see the module docs).
+fn check_map_room(live: usize, what: &str) -> Result<(), String> {
+    let Some((now, max)) = map_counts() else {
+        return Ok(()); // cannot tell: try it
+    };
+    let need = now + 2 * live;
+    if need > max {
+        return Err(format!(
+            "may: {what}; each coroutine stack is its own mmap plus a PROT_NONE guard page \
+             (2 memory mappings), so {live} live coroutines need ~{need} mappings \
+             ({now} in use) > vm.max_map_count {max} (room for ~{} more coroutines); \
+             past it may panics in spawn (\"failed to alloc sys stack\": ENOMEM)",
+            max.saturating_sub(now) / 2
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `w` once; the figure in `w.unit()`, or why it could not be measured.
+pub fn run(w: Workload) -> Outcome {
+    if w == Workload::Echo {
+        return Err(
+            "echo runs as a server (`compare --serve may`), measured by the orchestrator".into(),
+        );
+    }
+    configure();
+    // Start the scheduler (its coroutine pool is allocated then) before counting maps.
+    // SAFETY: an empty coroutine: no thread-local access, no stack use.
+    join(unsafe { go(|| ()) }?)?;
+    match w {
+        Workload::SpawnJoin => check_map_room(
+            common::SPAWN_TASKS,
+            "spawn_join spawns 100 000 coroutines before joining any, and may keeps up \
+             to all of them alive at once (measured with 2 workers: spawn #65 474 failed)",
+        )?,
+        Workload::RssParked => check_map_room(
+            common::RSS_TASKS,
+            "rss_parked keeps 100 000 coroutines parked at once",
+        )?,
+        _ => {}
+    }
+    // SAFETY: the workload bodies below use no thread-locals (only may's channels,
+    // mutex and semaphore, atomics, `Instant` and `common::spin`) and keep small
+    // frames (no large arrays, no recursion), well within the default stack.
+    let driver = unsafe { go(move || workload(w)) }?;
+    join(driver)?
+}
+
+fn workload(w: Workload) -> Outcome {
+    match w {
+        Workload::Chain | Workload::ChainBuf => chain(),
+        Workload::Sieve => sieve(),
+        Workload::PingPong => ping_pong(),
+        Workload::SpawnJoin => spawn_join(),
+        Workload::Yield => yields(),
+        Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => {
+            mutex(w.mutex_tasks().unwrap_or(2))
+        }
+        Workload::SleepLateness => sleep_lateness(),
+        Workload::RssParked => rss_parked(),
+        Workload::Echo => Err("echo is not a worker workload".into()),
+    }
+}
+
+/// `Chain` and `ChainBuf` (the same here, over may's unbounded mpsc: see the module docs).
+fn chain() -> Outcome {
+    const HOPS: usize = common::CHAIN_HOPS;
+    // may has no rendezvous or bounded channel; with one token in flight no channel
+    // ever holds more than one value, so the unbounded mpsc behaves as capacity 0/1.
+    let (head, mut rx) = mpsc::channel::<u64>();
+    let started = Arc::new(AtomicUsize::new(0));
+    for _ in 0..HOPS {
+        let (tx, next) = mpsc::channel::<u64>();
+        let left = rx;
+        let started = started.clone();
+        // SAFETY: channel operations and an atomic only; a tiny frame.
+        unsafe {
+            go(move || {
+                started.fetch_add(1, Ordering::Relaxed);
+                drop(started);
+                for v in left.iter() {
+                    if tx.send(v + 1).is_err() {
+                        break;
+                    }
+                }
+            })
+        }?;
+        rx = next;
+    }
+    let tail = rx;
+    // Construction (not timed) ends when every coroutine has run up to its first receive.
+    // (Sleeping, not yielding: may runs a worker's local queue, where a yielding
+    // coroutine goes, before the global queues that new coroutines go to, so with one
+    // worker a yield loop here would never let them start.)
+    while started.load(Ordering::Relaxed) < HOPS {
+        may::coroutine::sleep(Duration::from_millis(1));
+    }
+
+    let start = Instant::now();
+    for token in 0..common::CHAIN_TOKENS as u64 {
+        head.send(token)
+            .map_err(|_| "chain: the head coroutine is gone".to_string())?;
+        let out = tail
+            .recv()
+            .map_err(|_| "chain: the tail closed before the token came out".to_string())?;
+        if out != token + HOPS as u64 {
+            return Err(format!(
+                "chain: token {token} came out as {out}, expected {}",
+                token + HOPS as u64
+            ));
+        }
+    }
+    let elapsed = start.elapsed();
+    // Dropping the head closes the chain, one coroutine after the other.
+    drop(head);
+    Ok(elapsed.as_nanos() as f64 / (common::CHAIN_TOKENS * HOPS) as f64)
+}
+
+/// The sending half of a capacity-1 channel: may's unbounded mpsc plus one credit.
+struct BoundedTx<T> {
+    tx: mpsc::Sender<T>,
+    credit: Arc<Semphore>,
+}
+
+/// The receiving half of [`BoundedTx`].
+struct BoundedRx<T> {
+    rx: mpsc::Receiver<T>,
+    credit: Arc<Semphore>,
+}
+
+/// A capacity-1 channel (may 0.3 has none): a send takes the one credit (waiting,
+/// parked, while the previous value has not been received), a receive gives it back.
+///
+/// A sender waiting for the credit is not woken when the receiver is dropped; the
+/// sieve, its only user, leaves its coroutines parked at the end (they go with the
+/// process).
+fn bounded<T>() -> (BoundedTx<T>, BoundedRx<T>) {
+    let (tx, rx) = mpsc::channel();
+    let credit = Arc::new(Semphore::new(1));
+    (
+        BoundedTx {
+            tx,
+            credit: credit.clone(),
+        },
+        BoundedRx { rx, credit },
+    )
+}
+
+impl<T> BoundedTx<T> {
+    fn send(&self, v: T) -> Result<(), T> {
+        self.credit.wait();
+        self.tx.send(v).map_err(|e| e.0)
+    }
+}
+
+impl<T> BoundedRx<T> {
+    fn recv(&self) -> Option<T> {
+        let v = self.rx.recv().ok()?;
+        self.credit.post();
+        Some(v)
+    }
+}
+
+/// Go's concurrent prime sieve, over capacity-1 channels ([`bounded`]).
+fn sieve() -> Outcome {
+    let start = Instant::now();
+    let (gen_tx, mut ch) = bounded::<u64>();
+    // SAFETY: channel and semaphore operations only; a tiny frame.
+    unsafe {
+        go(move || {
+            let mut i = 2u64;
+            while gen_tx.send(i).is_ok() {
+                i += 1;
+            }
+        })
+    }?;
+    let mut last = 0;
+    for _ in 0..common::SIEVE_PRIMES {
+        let prime = ch.recv().ok_or("sieve: a filter closed its channel")?;
+        last = prime;
+        let (tx, next) = bounded::<u64>();
+        let input = ch;
+        // SAFETY: channel and semaphore operations only; a tiny frame.
+        unsafe {
+            go(move || {
+                while let Some(v) = input.recv() {
+                    if v % prime != 0 && tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            })
+        }?;
+        ch = next;
+    }
+    let elapsed = start.elapsed();
+    if last != common::SIEVE_LAST_PRIME {
+        return Err(format!(
+            "sieve: prime #{} is {last}, expected {}",
+            common::SIEVE_PRIMES,
+            common::SIEVE_LAST_PRIME
+        ));
+    }
+    Ok(elapsed.as_secs_f64() * 1e3)
+}
+
+/// Two coroutines (this one and an echo coroutine) bounce a token over two channels.
+fn ping_pong() -> Outcome {
+    // may has no rendezvous channel; one token in flight: the unbounded mpsc behaves
+    // as capacity 0/1 here.
+    let (ping_tx, ping_rx) = mpsc::channel::<u64>();
+    let (pong_tx, pong_rx) = mpsc::channel::<u64>();
+    // SAFETY: channel operations only; a tiny frame.
+    let echo = unsafe {
+        go(move || {
+            for v in ping_rx.iter() {
+                if pong_tx.send(v + 1).is_err() {
+                    break;
+                }
+            }
+        })
+    }?;
+    let start = Instant::now();
+    for i in 0..common::PINGPONG_ROUNDS as u64 {
+        ping_tx
+            .send(i)
+            .map_err(|_| "pingpong: the echo coroutine is gone".to_string())?;
+        let back = pong_rx
+            .recv()
+            .map_err(|_| "pingpong: the echo coroutine is gone".to_string())?;
+        if back != i + 1 {
+            return Err(format!("pingpong: sent {i}, got {back} back"));
+        }
+    }
+    let elapsed = start.elapsed();
+    drop(ping_tx);
+    join(echo)?;
+    Ok(elapsed.as_nanos() as f64 / common::PINGPONG_ROUNDS as f64)
+}
+
+/// Spawn SPAWN_TASKS coroutines returning their index, join them in order, check the sum.
+fn spawn_join() -> Outcome {
+    const N: usize = common::SPAWN_TASKS;
+    let mut handles = Vec::with_capacity(N);
+    let start = Instant::now();
+    for i in 0..N as u64 {
+        // SAFETY: returns a number; no thread-locals, a tiny frame.
+        handles.push(unsafe { go(move || i) }?);
+    }
+    let mut sum = 0u64;
+    for h in handles {
+        sum += join(h)?;
+    }
+    let elapsed = start.elapsed();
+    let want = (N as u64) * (N as u64 - 1) / 2;
+    if sum != want {
+        return Err(format!(
+            "spawn_join: the results sum to {sum}, expected {want}"
+        ));
+    }
+    Ok(elapsed.as_nanos() as f64 / N as f64)
+}
+
+/// YIELD_TASKS_PER_WORKER coroutines per worker thread, each yielding YIELD_COUNT times.
+fn yields() -> Outcome {
+    let tasks = common::YIELD_TASKS_PER_WORKER * common::procs();
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        // SAFETY: only yields; a tiny frame.
+        handles.push(unsafe {
+            go(|| {
+                for _ in 0..common::YIELD_COUNT {
+                    yield_now();
+                }
+            })
+        }?);
+    }
+    for h in handles {
+        join(h)?;
+    }
+    let elapsed = start.elapsed();
+    Ok(elapsed.as_nanos() as f64 / (tasks * common::YIELD_COUNT) as f64)
+}
+
+/// `tasks` coroutines share MUTEX_OPS lock/increment/unlock rounds of a `may::sync::Mutex`.
+fn mutex(tasks: usize) -> Outcome {
+    let per_task = common::MUTEX_OPS / tasks;
+    if per_task * tasks != common::MUTEX_OPS {
+        return Err(format!(
+            "mutex: {} operations do not split evenly over {tasks} tasks",
+            common::MUTEX_OPS
+        ));
+    }
+    let counter = Arc::new(Mutex::new(0u64));
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(tasks);
+    for _ in 0..tasks {
+        let counter = counter.clone();
+        // SAFETY: may's mutex only (no guard is held across a blocking point other
+        // than the mutex's own wait); a tiny frame.
+        handles.push(unsafe {
+            go(move || -> Result<(), String> {
+                for _ in 0..per_task {
+                    *counter.lock().map_err(|_| "mutex: poisoned".to_string())? += 1;
+                }
+                Ok(())
+            })
+        }?);
+    }
+    for h in handles {
+        join(h)??;
+    }
+    let elapsed = start.elapsed();
+    let count = *counter.lock().map_err(|_| "mutex: poisoned".to_string())?;
+    if count != common::MUTEX_OPS as u64 {
+        return Err(format!(
+            "mutex: the counter is {count}, expected {}",
+            common::MUTEX_OPS
+        ));
+    }
+    Ok(elapsed.as_nanos() as f64 / common::MUTEX_OPS as f64)
+}
+
+/// SLEEP_COUNT sleeps of 1 ms (by this coroutine) while 2 load coroutines per worker
+/// spin 50 µs and yield, over and over; the mean lateness in µs.
+fn sleep_lateness() -> Outcome {
+    const SLEEP: Duration = Duration::from_millis(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut load = Vec::new();
+    for _ in 0..2 * common::procs() {
+        let stop = stop.clone();
+        // SAFETY: an atomic, the clock and yields; a tiny frame.
+        load.push(unsafe {
+            go(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    common::spin(Duration::from_micros(50));
+                    yield_now();
+                }
+            })
+        }?);
+    }
+    let mut slept = Duration::ZERO;
+    for _ in 0..common::SLEEP_COUNT {
+        let t = Instant::now();
+        may::coroutine::sleep(SLEEP);
+        slept += t.elapsed();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in load {
+        join(h)?;
+    }
+    let mean = slept.as_secs_f64() / common::SLEEP_COUNT as f64;
+    Ok((mean - SLEEP.as_secs_f64()) * 1e6)
+}
+
+/// RSS_TASKS coroutines parked on their own mpsc receive; RSS bytes per coroutine.
+/// (Refused in `run` when `vm.max_map_count` cannot hold them.)
+fn rss_parked() -> Outcome {
+    const N: usize = common::RSS_TASKS;
+    let parked = Arc::new(AtomicUsize::new(0));
+    let mut senders = Vec::with_capacity(N);
+    let mut handles = Vec::with_capacity(N);
+    let before = common::rss_bytes();
+    for _ in 0..N {
+        let (tx, rx) = mpsc::channel::<u64>();
+        let parked = parked.clone();
+        // SAFETY: an atomic and a channel receive; a tiny frame.
+        handles.push(unsafe {
+            go(move || {
+                parked.fetch_add(1, Ordering::Relaxed);
+                drop(parked);
+                rx.recv().map(|v| v + 1).ok()
+            })
+        }?);
+        senders.push(tx);
+    }
+    while parked.load(Ordering::Relaxed) < N {
+        may::coroutine::sleep(Duration::from_millis(1));
+    }
+    // The last ones to count themselves may not have reached their receive yet.
+    may::coroutine::sleep(Duration::from_millis(10));
+    let after = common::rss_bytes();
+    for (i, tx) in senders.into_iter().enumerate() {
+        tx.send(i as u64)
+            .map_err(|_| format!("rss_parked: coroutine {i} is gone"))?;
+    }
+    for (i, h) in handles.into_iter().enumerate() {
+        match join(h)? {
+            Some(v) if v == i as u64 + 1 => {}
+            other => return Err(format!("rss_parked: coroutine {i} returned {other:?}")),
+        }
+    }
+    Ok(after.saturating_sub(before) as f64 / N as f64)
+}
+
+/// Echoes one connection until EOF or an error.
+fn echo(mut conn: TcpStream) {
+    if conn.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 16 * 1024]; // on the heap, not the coroutine's stack
+    loop {
+        match conn.read(&mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                if conn.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// Accepts connections until `stop` is set (and a connection wakes it up).
+fn accept_loop(listener: TcpListener, stop: Arc<AtomicBool>) {
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((conn, _)) => {
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                // SAFETY: socket I/O on a heap buffer only; a small frame.
+                if let Err(e) = unsafe { go(move || echo(conn)) } {
+                    eprintln!("may echo: {e}");
+                }
+            }
+            Err(e) => {
+                // EMFILE and the like: back off instead of spinning.
+                eprintln!("may echo: accept failed: {e}");
+                may::coroutine::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Blocks SIGTERM in this thread (and so in every thread started after it, may's
+/// workers included) and starts a thread that waits for it with `sigwait` and then sends on `stop`.
+fn sigterm_watch(stop: std::sync::mpsc::Sender<()>) -> std::io::Result<()> {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable sigset_t.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+    }
+    // SAFETY: `set` is initialised; a null old-set pointer is allowed.
+    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    if rc != 0 {
+        return Err(std::io::Error::from_raw_os_error(rc));
+    }
+    std::thread::Builder::new()
+        .name("sigterm-watch".into())
+        .spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is initialised and `sig` is writable; SIGTERM is blocked in
+            // every thread of the process, so sigwait is the one to take it.
+            if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                let _ = stop.send(());
+            }
+        })?;
+    Ok(())
+}
+
+/// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, echoes (one coroutine
+/// per connection) until stdin reaches EOF or SIGTERM arrives.
+pub fn serve() -> std::io::Result<()> {
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    // Before may starts its threads, so that they inherit the blocked SIGTERM.
+    sigterm_watch(stop_tx.clone())?;
+    configure();
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let acceptor_stop = stop.clone();
+    // SAFETY: accepts and spawns; no thread-locals (eprintln! takes and releases the
+    // stderr lock without blocking in between); a small frame.
+    let acceptor = unsafe { go(move || accept_loop(listener, acceptor_stop)) }
+        .map_err(std::io::Error::other)?;
+    // stdin is watched by a plain thread; EOF (or a read error) stops the server.
+    std::thread::Builder::new()
+        .name("stdin-watch".into())
+        .spawn(move || {
+            // Not holding stdin's lock between reads: others may watch it too.
+            let mut sink = [0u8; 512];
+            loop {
+                match std::io::stdin().read(&mut sink) {
+                    Ok(0) => break,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+            let _ = stop_tx.send(());
+        })?;
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "LISTENING {addr}")?;
+        out.flush()?;
+    }
+    let _ = stop_rx.recv();
+    stop.store(true, Ordering::Release);
+    // Wake the acceptor, blocked in accept, with a connection of our own.
+    let _ = std::net::TcpStream::connect(addr);
+    join(acceptor).map_err(std::io::Error::other)?;
+    Ok(())
+}

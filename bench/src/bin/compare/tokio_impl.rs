@@ -1,0 +1,416 @@
+//! The tokio contender: every workload of [`Workload`] on tokio's multi-thread runtime
+//! (`worker_threads` = [`common::procs`]), with tokio's own primitives.
+//!
+//! How each workload maps onto tokio (see common.rs for what is measured):
+//!
+//! - tasks are `tokio::spawn`ed futures. The body of every workload runs in a task of its
+//!   own (as Go's main goroutine is a goroutine), not on the thread blocked in
+//!   `Runtime::block_on`, so the driver is scheduled like the tasks it talks to.
+//! - channels: tokio has no rendezvous (capacity-0) channel, so `Chain`, `ChainBuf`,
+//!   `Sieve` and `PingPong` all use `tokio::sync::mpsc::channel(1)`, its smallest bound
+//!   (`Chain` and `ChainBuf` are therefore the same program here).
+//! - the mutex is `tokio::sync::Mutex` (the async mutex: the peer of a coroutine mutex,
+//!   a task waiting for it is parked, not its thread).
+//! - yield: `tokio::task::yield_now().await`; sleep: `tokio::time::sleep`, whose timer
+//!   wheel has a 1 ms resolution (a deadline is rounded up to the next millisecond
+//!   tick): `SleepLateness` measures that as it is.
+//! - `RssParked`: each task awaits its own `tokio::sync::oneshot` receiver.
+//! - echo: `tokio::net`, one task per connection (read, then `write_all`), as in
+//!   `src/bin/echo_tokio.rs`.
+
+use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, Mutex};
+use tokio::task::{yield_now, JoinHandle};
+
+use crate::common::{self, Outcome, Workload};
+
+/// The runtime every workload runs on.
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(common::procs())
+        .enable_all()
+        .build()
+}
+
+/// Runs `w` once; the figure in `w.unit()`, or why it could not be measured.
+pub fn run(w: Workload) -> Outcome {
+    if w == Workload::Echo {
+        return Err(
+            "echo runs as a server (`compare --serve tokio`), measured by the orchestrator".into(),
+        );
+    }
+    let rt = runtime().map_err(|e| format!("tokio: cannot build the runtime: {e}"))?;
+    let outcome = rt.block_on(async move {
+        match tokio::spawn(workload(w)).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(format!("tokio: the workload task failed: {e}")),
+        }
+    });
+    // Tasks still parked (the sieve's generator and filters) are dropped, not awaited.
+    rt.shutdown_background();
+    outcome
+}
+
+async fn workload(w: Workload) -> Outcome {
+    match w {
+        Workload::Chain | Workload::ChainBuf => chain().await,
+        Workload::Sieve => sieve().await,
+        Workload::PingPong => ping_pong().await,
+        Workload::SpawnJoin => spawn_join().await,
+        Workload::Yield => yields().await,
+        Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => {
+            mutex(w.mutex_tasks().unwrap_or(2)).await
+        }
+        Workload::SleepLateness => sleep_lateness().await,
+        Workload::RssParked => rss_parked().await,
+        Workload::Echo => Err("echo is not a worker workload".into()),
+    }
+}
+
+/// Joins `h`, turning a panicked or cancelled task into an error.
+async fn join<T>(h: JoinHandle<T>) -> Result<T, String> {
+    h.await.map_err(|e| format!("tokio: a task failed: {e}"))
+}
+
+/// `Chain` and `ChainBuf` (the same here: tokio's smallest channel holds one value).
+async fn chain() -> Outcome {
+    const HOPS: usize = common::CHAIN_HOPS;
+    // tokio has no rendezvous channel: capacity 1 (its smallest bound) stands in for
+    // capacity 0 (Chain) and is exactly ChainBuf's capacity.
+    let (head, mut rx) = mpsc::channel::<u64>(1);
+    let started = Arc::new(AtomicUsize::new(0));
+    for _ in 0..HOPS {
+        let (tx, next) = mpsc::channel::<u64>(1);
+        let mut left = rx;
+        let started = started.clone();
+        tokio::spawn(async move {
+            started.fetch_add(1, Ordering::Relaxed);
+            drop(started);
+            while let Some(v) = left.recv().await {
+                if tx.send(v + 1).await.is_err() {
+                    break;
+                }
+            }
+        });
+        rx = next;
+    }
+    let mut tail = rx;
+    // Construction (not timed) ends when every task has run up to its first receive.
+    while started.load(Ordering::Relaxed) < HOPS {
+        yield_now().await;
+    }
+
+    let start = Instant::now();
+    for token in 0..common::CHAIN_TOKENS as u64 {
+        head.send(token)
+            .await
+            .map_err(|_| "chain: the head task is gone".to_string())?;
+        let out = tail
+            .recv()
+            .await
+            .ok_or("chain: the tail closed before the token came out")?;
+        if out != token + HOPS as u64 {
+            return Err(format!(
+                "chain: token {token} came out as {out}, expected {}",
+                token + HOPS as u64
+            ));
+        }
+    }
+    let elapsed = start.elapsed();
+    // Dropping the head closes the chain: each task's receive ends, it returns and
+    // drops its sender, and so on down the chain.
+    drop(head);
+    Ok(elapsed.as_nanos() as f64 / (common::CHAIN_TOKENS * HOPS) as f64)
+}
+
+/// Go's concurrent prime sieve, over capacity-1 channels (tokio has no capacity 0).
+async fn sieve() -> Outcome {
+    let start = Instant::now();
+    let (gen_tx, mut ch) = mpsc::channel::<u64>(1);
+    tokio::spawn(async move {
+        let mut i = 2u64;
+        // Stops when the first filter is gone.
+        while gen_tx.send(i).await.is_ok() {
+            i += 1;
+        }
+    });
+    let mut last = 0;
+    for _ in 0..common::SIEVE_PRIMES {
+        let prime = ch
+            .recv()
+            .await
+            .ok_or("sieve: a filter closed its channel")?;
+        last = prime;
+        let (tx, next) = mpsc::channel::<u64>(1);
+        let mut input = ch;
+        tokio::spawn(async move {
+            while let Some(v) = input.recv().await {
+                if v % prime != 0 && tx.send(v).await.is_err() {
+                    break;
+                }
+            }
+        });
+        ch = next;
+    }
+    let elapsed = start.elapsed();
+    if last != common::SIEVE_LAST_PRIME {
+        return Err(format!(
+            "sieve: prime #{} is {last}, expected {}",
+            common::SIEVE_PRIMES,
+            common::SIEVE_LAST_PRIME
+        ));
+    }
+    Ok(elapsed.as_secs_f64() * 1e3)
+}
+
+/// Two tasks (this one and an echo task) bounce a token over two capacity-1 channels.
+async fn ping_pong() -> Outcome {
+    // tokio has no rendezvous channel: capacity 1, its smallest bound.
+    let (ping_tx, mut ping_rx) = mpsc::channel::<u64>(1);
+    let (pong_tx, mut pong_rx) = mpsc::channel::<u64>(1);
+    let echo = tokio::spawn(async move {
+        while let Some(v) = ping_rx.recv().await {
+            if pong_tx.send(v + 1).await.is_err() {
+                break;
+            }
+        }
+    });
+    let start = Instant::now();
+    for i in 0..common::PINGPONG_ROUNDS as u64 {
+        ping_tx
+            .send(i)
+            .await
+            .map_err(|_| "pingpong: the echo task is gone".to_string())?;
+        let back = pong_rx
+            .recv()
+            .await
+            .ok_or("pingpong: the echo task is gone")?;
+        if back != i + 1 {
+            return Err(format!("pingpong: sent {i}, got {back} back"));
+        }
+    }
+    let elapsed = start.elapsed();
+    drop(ping_tx);
+    join(echo).await?;
+    Ok(elapsed.as_nanos() as f64 / common::PINGPONG_ROUNDS as f64)
+}
+
+/// Spawn SPAWN_TASKS tasks returning their index, join them in order, check the sum.
+async fn spawn_join() -> Outcome {
+    const N: usize = common::SPAWN_TASKS;
+    let mut handles = Vec::with_capacity(N);
+    let start = Instant::now();
+    for i in 0..N as u64 {
+        handles.push(tokio::spawn(async move { i }));
+    }
+    let mut sum = 0u64;
+    for h in handles {
+        sum += join(h).await?;
+    }
+    let elapsed = start.elapsed();
+    let want = (N as u64) * (N as u64 - 1) / 2;
+    if sum != want {
+        return Err(format!(
+            "spawn_join: the results sum to {sum}, expected {want}"
+        ));
+    }
+    Ok(elapsed.as_nanos() as f64 / N as f64)
+}
+
+/// YIELD_TASKS_PER_WORKER tasks per worker thread, each yielding YIELD_COUNT times.
+async fn yields() -> Outcome {
+    let tasks = common::YIELD_TASKS_PER_WORKER * common::procs();
+    let start = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            tokio::spawn(async {
+                for _ in 0..common::YIELD_COUNT {
+                    yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        join(h).await?;
+    }
+    let elapsed = start.elapsed();
+    Ok(elapsed.as_nanos() as f64 / (tasks * common::YIELD_COUNT) as f64)
+}
+
+/// `tasks` tasks share MUTEX_OPS lock/increment/unlock rounds of a `tokio::sync::Mutex`.
+async fn mutex(tasks: usize) -> Outcome {
+    let per_task = common::MUTEX_OPS / tasks;
+    if per_task * tasks != common::MUTEX_OPS {
+        return Err(format!(
+            "mutex: {} operations do not split evenly over {tasks} tasks",
+            common::MUTEX_OPS
+        ));
+    }
+    let counter = Arc::new(Mutex::new(0u64));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let counter = counter.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_task {
+                    *counter.lock().await += 1;
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        join(h).await?;
+    }
+    let elapsed = start.elapsed();
+    let count = *counter.lock().await;
+    if count != common::MUTEX_OPS as u64 {
+        return Err(format!(
+            "mutex: the counter is {count}, expected {}",
+            common::MUTEX_OPS
+        ));
+    }
+    Ok(elapsed.as_nanos() as f64 / common::MUTEX_OPS as f64)
+}
+
+/// SLEEP_COUNT sleeps of 1 ms (by this task) while 2 load tasks per worker spin 50 µs
+/// and yield, over and over; the mean lateness in µs.
+async fn sleep_lateness() -> Outcome {
+    const SLEEP: Duration = Duration::from_millis(1);
+    let stop = Arc::new(AtomicBool::new(false));
+    let load: Vec<_> = (0..2 * common::procs())
+        .map(|_| {
+            let stop = stop.clone();
+            tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    common::spin(Duration::from_micros(50));
+                    yield_now().await;
+                }
+            })
+        })
+        .collect();
+    let mut slept = Duration::ZERO;
+    for _ in 0..common::SLEEP_COUNT {
+        let t = Instant::now();
+        tokio::time::sleep(SLEEP).await;
+        slept += t.elapsed();
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in load {
+        join(h).await?;
+    }
+    let mean = slept.as_secs_f64() / common::SLEEP_COUNT as f64;
+    Ok((mean - SLEEP.as_secs_f64()) * 1e6)
+}
+
+/// RSS_TASKS tasks parked on their own oneshot receive; RSS bytes per task.
+async fn rss_parked() -> Outcome {
+    const N: usize = common::RSS_TASKS;
+    let parked = Arc::new(AtomicUsize::new(0));
+    let mut senders = Vec::with_capacity(N);
+    let mut handles = Vec::with_capacity(N);
+    let before = common::rss_bytes();
+    for _ in 0..N {
+        let (tx, rx) = oneshot::channel::<u64>();
+        let parked = parked.clone();
+        handles.push(tokio::spawn(async move {
+            parked.fetch_add(1, Ordering::Relaxed);
+            drop(parked);
+            rx.await.map(|v| v + 1)
+        }));
+        senders.push(tx);
+    }
+    // A task counts itself in the same poll that registers it on its receiver.
+    while parked.load(Ordering::Relaxed) < N {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let after = common::rss_bytes();
+    for (i, tx) in senders.into_iter().enumerate() {
+        tx.send(i as u64)
+            .map_err(|_| format!("rss_parked: task {i} is gone"))?;
+    }
+    for (i, h) in handles.into_iter().enumerate() {
+        match join(h).await? {
+            Ok(v) if v == i as u64 + 1 => {}
+            other => return Err(format!("rss_parked: task {i} returned {other:?}")),
+        }
+    }
+    Ok(after.saturating_sub(before) as f64 / N as f64)
+}
+
+/// Echoes one connection until EOF or an error.
+async fn echo(mut conn: TcpStream) {
+    if conn.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) => return,
+            Ok(n) => {
+                if conn.write_all(&buf[..n]).await.is_err() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        }
+    }
+}
+
+/// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, echoes (one task per
+/// connection) until stdin reaches EOF or SIGTERM arrives.
+pub fn serve() -> std::io::Result<()> {
+    let rt = runtime()?;
+    let result = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        // stdin is watched by a plain thread (one of tokio's blocking-pool threads);
+        // EOF (or a read error) completes `eof`.
+        let mut eof = tokio::task::spawn_blocking(|| {
+            // Not holding stdin's lock between reads: others may watch it too.
+            let mut sink = [0u8; 512];
+            loop {
+                match std::io::stdin().read(&mut sink) {
+                    Ok(0) => break,
+                    Ok(_) => continue,
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(_) => break,
+                }
+            }
+        });
+        {
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "LISTENING {addr}")?;
+            out.flush()?;
+        }
+        loop {
+            tokio::select! {
+                _ = &mut eof => break,
+                _ = sigterm.recv() => break,
+                accepted = listener.accept() => match accepted {
+                    Ok((conn, _)) => {
+                        tokio::spawn(echo(conn));
+                    }
+                    Err(e) => {
+                        // EMFILE and the like: back off instead of spinning.
+                        eprintln!("tokio echo: accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                },
+            }
+        }
+        Ok(())
+    });
+    // Open connections are dropped, and the stdin thread is not waited for (after
+    // SIGTERM it is still blocked in its read).
+    rt.shutdown_background();
+    result
+}
