@@ -183,6 +183,7 @@ fn run() {
     let mut quiet = 0u32;
     let mut deadlock_since: Option<(i64, u64)> = None;
     let mut next_scavenge = start;
+    let mut was_idle = false;
     loop {
         let now = nanotime();
         rt.coarse_now.store(now, Ordering::Relaxed);
@@ -200,7 +201,14 @@ fn run() {
         }
         let procs = rt.procs();
         let all_idle = rt.spinning.npidle() >= procs;
-        if all_idle {
+        // The deep sleep needs two sightings of an all-idle runtime, a round apart: a
+        // server whose Ps go idle between bursts thousands of times a second would
+        // otherwise have each burst's first acquirep poke sysmon awake (a write(2)
+        // on that M's path and a sysmon wake-up each; measured at 19% of an echo
+        // server's CPU).
+        let deep = all_idle && was_idle;
+        was_idle = all_idle;
+        if deep {
             // Deadlock check, then sleep until a P runs (or the grace period ends).
             let mut timeout = None;
             if deadlock_check && deadlocked(rt) {
@@ -235,13 +243,21 @@ fn run() {
             // the announcement pokes the pipe; one that started before is seen here.
             DEEP_ASLEEP.store(true, Ordering::SeqCst);
             let still_idle = rt.spinning.npidle() >= rt.procs();
-            sleep(if still_idle { timeout } else { Some(0) });
+            let poked = sleep(if still_idle { timeout } else { Some(0) });
             DEEP_ASLEEP.store(false, Ordering::SeqCst);
-            delay = SLEEP_MIN_NS;
-            quiet = 0;
+            if poked {
+                // A P runs again. Back to rounds, but not 20 µs ones: nothing is known
+                // to need them (a blocking call pokes sysmon out of a sleep this long;
+                // see LONG_SLEEP).
+                was_idle = false;
+                delay = LONG_SLEEP_NS;
+                quiet = QUIET_ROUNDS;
+            }
             continue;
         }
-        deadlock_since = None;
+        if !all_idle {
+            deadlock_since = None;
+        }
         let (retook, preempting) = retake(rt, now, procs, &mut seen);
         if rt.netpoll.has_waiters()
             && !rt.netpoll.busy()

@@ -868,16 +868,17 @@ impl Cell {
                     None => d.push((s.clone(), 1)),
                 }
             }
-            d.into_iter()
-                .map(|(s, k)| {
-                    if k > 1 && k < reps {
-                        format!("{s} ({k} reps)")
-                    } else {
-                        s
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
+            // Reasons that differ only in their figures (rates, counts) would repeat the
+            // same sentence per rep: show the first, and say the rest is in the JSON.
+            let total: usize = d.iter().map(|(_, k)| k).sum();
+            let (first, k) = d[0].clone();
+            if d.len() > 1 {
+                format!("{first} (first of {total} reps; the others' figures are in the JSON)")
+            } else if k > 1 && k < reps {
+                format!("{first} ({k} reps)")
+            } else {
+                first
+            }
         };
         if !self.skips.is_empty() {
             let lead = if self.values > 0 || !self.failures.is_empty() {
