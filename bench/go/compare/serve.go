@@ -1,5 +1,6 @@
-// The echo server of the echo workload (common.rs): one goroutine per connection,
-// read then write back what was read, until stdin reaches EOF or SIGTERM/SIGINT.
+// The echo server of the echo workload (common.rs) and of echo_compare.rs: one
+// goroutine per connection, read then write back what was read, until stdin reaches
+// EOF or SIGTERM/SIGINT.
 
 package main
 
@@ -10,6 +11,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -54,6 +56,8 @@ func serve() int {
 		return 1
 	}
 	fmt.Printf("LISTENING %s\n", ln.Addr())
+	// The same on stderr, for echo_compare, which reads "listening on ADDR" there.
+	logf("serve: listening on %s (GOMAXPROCS %d)", ln.Addr(), runtime.GOMAXPROCS(0))
 
 	stop := make(chan string, 2)
 	go func() {

@@ -11,7 +11,8 @@
 //! - goro: `target/release/examples/echo_server` with `GORO_MAXPROCS=2`. This tool builds
 //!   nothing: if the binary is missing it prints the command above and stops.
 //! - tokio: `src/bin/echo_tokio.rs` with `--threads 2`.
-//! - Go: `bench/go/echo_server/` (standard library only), built with `go build` into a
+//! - Go: `goro-compare-go serve`, the echo server of `compare`'s Go contender
+//!   (`bench/go/compare/serve.go`, standard library only), built with `go build` into a
 //!   temporary directory at start, run with `GOMAXPROCS=2`. Without `go` on the PATH,
 //!   or if the build fails, the Go columns stay empty and the tool says why.
 //!
@@ -41,7 +42,7 @@ use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -189,9 +190,9 @@ impl Launch {
                     .arg(PROCS.to_string());
             }
             Server::Go => {
+                // Binds 127.0.0.1:0 itself; stops at SIGINT (or stdin EOF).
                 cmd = Command::new(self.go.as_ref().expect("Go is measured"));
-                cmd.args(["-addr", "127.0.0.1:0"])
-                    .env("GOMAXPROCS", PROCS.to_string());
+                cmd.arg("serve").env("GOMAXPROCS", PROCS.to_string());
             }
         }
         cmd
@@ -242,16 +243,16 @@ fn run(opts: &Options) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds `bench/go/echo_server` into `tmp`; the binary and `go version`, or why not.
+/// Builds `bench/go/compare` into `tmp`; the binary and `go version`, or why not.
 fn build_go(tmp: &Path) -> Result<(PathBuf, String), String> {
     let version = go_version()?;
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("go")
-        .join("echo_server");
-    if !src.join("main.go").is_file() {
-        return Err(format!("{} is missing", src.join("main.go").display()));
+        .join("compare");
+    if !src.join("serve.go").is_file() {
+        return Err(format!("{} is missing", src.join("serve.go").display()));
     }
-    let bin = tmp.join("echo_go");
+    let bin = tmp.join("goro-compare-go");
     let f = run_with_timeout(go_build_command(&src, &bin)?, GO_BUILD_BOUND, "go build")?;
     if !f.status.success() {
         return Err(format!(
@@ -392,6 +393,8 @@ fn parse_flat_json(line: &str) -> HashMap<String, f64> {
 struct RunningServer {
     name: &'static str,
     child: Option<Child>,
+    /// Held open: the Go server stops when its stdin reaches EOF.
+    _stdin: Option<ChildStdin>,
     addr: SocketAddr,
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -399,12 +402,13 @@ struct RunningServer {
 impl RunningServer {
     /// Starts `cmd` and waits (bounded) for its `NAME: listening on ADDR` line.
     fn start(server: Server, mut cmd: Command) -> Result<RunningServer, String> {
-        cmd.stdin(Stdio::null())
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {:?}: {e}", cmd.get_program()))?;
+        let stdin = child.stdin.take();
         let stderr = child.stderr.take().expect("stderr is piped");
         let log: Arc<Mutex<Vec<String>>> = Arc::default();
         let (first_tx, first_rx) = mpsc::channel();
@@ -424,6 +428,7 @@ impl RunningServer {
         let mut srv = RunningServer {
             name: server.name(),
             child: Some(child),
+            _stdin: stdin,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             log,
         };

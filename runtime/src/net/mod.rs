@@ -17,6 +17,24 @@
 //! runs inside [`blocking`](crate::blocking), so a slow DNS server holds up only the
 //! coroutine that asked.
 
+/// `AsRawFd` and `AsFd` for socket types that keep their socket in `self.reg.sock`.
+macro_rules! impl_fd {
+    ($($t:ty),+) => {$(
+        impl std::os::fd::AsRawFd for $t {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.reg.sock)
+            }
+        }
+
+        impl std::os::fd::AsFd for $t {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.reg.sock)
+            }
+        }
+    )+};
+}
+use impl_fd;
+
 mod tcp;
 mod udp;
 

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -76,18 +75,6 @@ impl TcpListener {
     /// The pending socket error, if any (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.reg.sock.take_error()
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.reg.sock.as_raw_fd()
-    }
-}
-
-impl AsFd for TcpListener {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.reg.sock.as_fd()
     }
 }
 
@@ -282,18 +269,6 @@ impl Write for &TcpStream {
     }
 }
 
-impl AsRawFd for TcpStream {
-    fn as_raw_fd(&self) -> RawFd {
-        self.reg.sock.as_raw_fd()
-    }
-}
-
-impl AsFd for TcpStream {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.reg.sock.as_fd()
-    }
-}
-
 impl fmt::Debug for TcpStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TcpStream")
@@ -302,3 +277,5 @@ impl fmt::Debug for TcpStream {
             .finish()
     }
 }
+
+super::impl_fd!(TcpListener, TcpStream);

@@ -3,7 +3,6 @@
 use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
 use super::{each_addr, Registered};
@@ -104,18 +103,6 @@ impl UdpSocket {
     }
 }
 
-impl AsRawFd for UdpSocket {
-    fn as_raw_fd(&self) -> RawFd {
-        self.reg.sock.as_raw_fd()
-    }
-}
-
-impl AsFd for UdpSocket {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.reg.sock.as_fd()
-    }
-}
-
 impl fmt::Debug for UdpSocket {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UdpSocket")
@@ -123,3 +110,5 @@ impl fmt::Debug for UdpSocket {
             .finish()
     }
 }
+
+super::impl_fd!(UdpSocket);

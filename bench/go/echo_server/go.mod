@@ -1,3 +1,0 @@
-module goro-bench-echo-server
-
-go 1.19
