@@ -178,6 +178,26 @@ fn lock(buf: &Mutex<Vec<u8>>) -> MutexGuard<'_, Vec<u8>> {
     buf.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// In a measuring child process: its P count (from `GORO_MAXPROCS`, which the parent
+/// sets and the runtime must have taken) and the time to spend on one figure (ms in
+/// the environment variable `target_env`, `default_ms` without it).
+pub fn child_setup(target_env: &str, default_ms: u64) -> (usize, Duration) {
+    let procs: usize = std::env::var("GORO_MAXPROCS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .expect("the child needs GORO_MAXPROCS");
+    assert_eq!(
+        goro::maxprocs(),
+        procs,
+        "the runtime did not take GORO_MAXPROCS"
+    );
+    let ms = std::env::var(target_env)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default_ms);
+    (procs, Duration::from_millis(ms))
+}
+
 /// Kills our child, by its handle, and reaps it.
 pub fn kill(child: &mut Child) {
     let _ = child.kill();

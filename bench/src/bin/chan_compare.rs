@@ -321,7 +321,7 @@ pub mod workloads {
 }
 
 use goro_bench::run_bounded;
-use goro_bench::tools::{build_go_test, load_average, median, run_ok, Finished};
+use goro_bench::tools::{build_go_test, child_setup, load_average, median, run_ok, Finished};
 use workloads::{Wait, DELAYS_US};
 
 /// Set (to anything) in the child processes.
@@ -513,21 +513,7 @@ fn main() {
 /// The child: measures every workload once at this process's P count and prints
 /// `result <name> <value>` lines (`note:` names are printed under the table).
 fn child_main() {
-    let ps: usize = std::env::var("GORO_MAXPROCS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .expect("the child needs GORO_MAXPROCS");
-    assert_eq!(
-        goro::maxprocs(),
-        ps,
-        "the runtime did not take GORO_MAXPROCS"
-    );
-    let target = Duration::from_millis(
-        std::env::var(TARGET_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(150),
-    );
+    let (ps, target) = child_setup(TARGET_ENV, 150);
     let report = |name: &str, value: f64| println!("result\t{name}\t{value:.3}");
 
     for (name, cap) in [("Chain", 0), ("ChainBuf", 1)] {

@@ -32,7 +32,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use goro_bench::sync_workloads::{run, Bench, Contender};
-use goro_bench::tools::{build_go_test, load_average, median, run_ok, Finished};
+use goro_bench::tools::{build_go_test, child_setup, load_average, median, run_ok, Finished};
 
 /// Set (to anything) in the child processes.
 const CHILD_ENV: &str = "GORO_SYNC_COMPARE_CHILD";
@@ -184,21 +184,7 @@ fn main() {
 /// The child: runs every benchmark with every contender once at this process's P
 /// count and prints `result <bench> <contender> <ns/op> <iters>` lines.
 fn child_main() {
-    let want: usize = std::env::var("GORO_MAXPROCS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .expect("the child needs GORO_MAXPROCS");
-    assert_eq!(
-        goro::maxprocs(),
-        want,
-        "the runtime did not take GORO_MAXPROCS"
-    );
-    let target = Duration::from_millis(
-        std::env::var(TARGET_ENV)
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(200),
-    );
+    let (_, target) = child_setup(TARGET_ENV, 200);
     for bench in Bench::ALL {
         for &contender in bench.contenders() {
             let (ns, iters) = measure(bench, contender, target);
