@@ -33,13 +33,13 @@
 //! Every sample is bounded (60 s): a hang panics instead of stalling the bench.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Bencher, Criterion};
 use goro::time::{sleep, Timer};
-use goro_bench::{run_bounded, spin_until, WaitGroup};
+use goro_bench::{all_at_once, run_bounded, WaitGroup};
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bound of one sample (or of building the garbage timers).
@@ -57,28 +57,12 @@ impl Garbage {
     fn create() -> Garbage {
         let procs = goro::maxprocs();
         let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
-            let started = Arc::new(AtomicUsize::new(0));
-            let handles: Vec<_> = (0..procs)
-                .map(|_| {
-                    let started = started.clone();
-                    goro::go!(move || {
-                        // Hold this P until every batch's coroutine runs: one per P.
-                        started.fetch_add(1, Ordering::AcqRel);
-                        spin_until(
-                            Duration::from_secs(10),
-                            || format!("garbage coroutines: not all {procs} ran at once"),
-                            || started.load(Ordering::Acquire) >= procs,
-                        );
-                        (0..GARBAGE_PER_P)
-                            .map(|_| Timer::after_func(HOUR, || {}))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("garbage coroutine panicked"))
-                .collect()
+            // One batch per P, made on that P (one coroutine per P, all at once).
+            all_at_once(procs, "garbage timers", || {
+                (0..GARBAGE_PER_P)
+                    .map(|_| Timer::after_func(HOUR, || {}))
+                    .collect::<Vec<_>>()
+            })
         });
         Garbage(batches)
     }

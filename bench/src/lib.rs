@@ -255,29 +255,46 @@ pub fn spin_until<M: fmt::Display>(
 /// No coroutine yields while spinning, so with fewer than `n` Ps free this would spin
 /// until the 10 s bound panics.
 pub fn warmup_scheduler(n: usize) {
+    all_at_once(n, "warmup_scheduler", || do_work(Duration::from_millis(1)));
+}
+
+/// Spawns `n` coroutines that each wait (spinning, bounded by 10 s) until all `n` run
+/// at the same time, then call `f`; joins them and returns what they returned. With
+/// `n` = the number of Ps this runs `f` once on every P. `what` names the caller in a
+/// panic. The same conditions as [`warmup_scheduler`] apply.
+pub fn all_at_once<R: Send + 'static>(
+    n: usize,
+    what: &'static str,
+    f: impl Fn() -> R + Send + Sync + 'static,
+) -> Vec<R> {
     let started = std::sync::Arc::new(AtomicUsize::new(0));
+    let f = std::sync::Arc::new(f);
     let handles: Vec<_> = (0..n)
         .map(|_| {
             let started = started.clone();
+            let f = f.clone();
             goro::go!(move || {
                 started.fetch_add(1, Ordering::AcqRel);
                 spin_until(
                     Duration::from_secs(10),
-                    || format!("warmup_scheduler: not all {n} coroutines ran at once"),
+                    || format!("{what}: not all {n} coroutines ran at once"),
                     || started.load(Ordering::Acquire) >= n,
                 );
-                do_work(Duration::from_millis(1));
+                f()
             })
         })
         .collect();
-    for h in handles {
-        if let Err(payload) = h.join() {
-            panic!(
-                "warmup coroutine panicked: {}",
-                panic_message(payload.as_ref())
-            );
-        }
-    }
+    handles
+        .into_iter()
+        .map(|h| {
+            h.join().unwrap_or_else(|payload| {
+                panic!(
+                    "{what}: a coroutine panicked: {}",
+                    panic_message(payload.as_ref())
+                )
+            })
+        })
+        .collect()
 }
 
 /// The single waiter slot of [`WaitGroup`].
