@@ -11,10 +11,23 @@
 //! `release` adds 1 to the count, then reads `nwait`: if it is zero there is nobody to
 //! wake and it returns — a count bump and one load, no lock (wait-free). `acquire`,
 //! when it finds the count zero, locks the root, adds 1 to `nwait`, and only *then*
-//! looks at the count once more before it queues itself. With a SeqCst fence after
-//! each side's write this is a Dekker pair: either the releaser sees the waiter in
-//! `nwait` and takes the lock to wake it, or the acquirer's re-check sees the
-//! releaser's count and takes it. `tests/loom_sema.rs` checks it.
+//! looks at the count once more before it queues itself. This is a Dekker pair:
+//! either the releaser sees the waiter in `nwait` and takes the lock to wake it, or the
+//! acquirer's re-check sees the releaser's count and takes it. `tests/loom_sema.rs`
+//! checks it.
+//!
+//! The orderings: the releaser's count bump and `nwait` load are both SeqCst, so they
+//! stay in that order in the single total order S of SeqCst operations; the acquirer's
+//! `nwait` bump is SeqCst and is followed by a SeqCst fence before it re-reads the
+//! count (a relaxed load and an acquire CAS). If both sides missed each other, the
+//! releaser's load would precede the acquirer's bump in S (it did not read it), and the
+//! fence would precede the releaser's bump (C++20 [atomics.order]/4: a fence before a
+//! read that misses a SeqCst write precedes that write): bump(count) < load(nwait) <
+//! bump(nwait) < fence < bump(count), a cycle. So the releaser needs no fence of its
+//! own, as Go's semrelease has none (on x86 its `lock xadd` is a full barrier anyway):
+//! the fence cost the wait-free path a second locked instruction. Under loom it is
+//! kept, because loom treats SeqCst accesses as AcqRel and would report a lost wake-up
+//! that the C++ model rules out.
 //!
 //! # Waiters are intrusive
 //!
@@ -259,14 +272,22 @@ impl<P: ParkApi> SemaTable<P> {
     /// Adds one unit to `count` and wakes one waiter if there is any (Go:
     /// semrelease1). Wait-free when nobody waits on the count's root. With `handoff`,
     /// the unit goes straight to the woken waiter and the caller yields to it.
+    #[inline]
     pub fn release(&self, count: &AtomicU32, handoff: bool) {
-        let root = self.root(count);
+        // The sema missed-wakeup rule, the releaser's half: see the module doc for
+        // why two SeqCst accesses need no fence between them (loom needs one).
         count.fetch_add(1, Ordering::SeqCst);
-        // The sema missed-wakeup rule: the releaser's half.
+        #[cfg(loom)]
         fence(Ordering::SeqCst);
-        if root.nwait.load(Ordering::SeqCst) == 0 {
-            return;
+        if self.root(count).nwait.load(Ordering::SeqCst) != 0 {
+            self.wake_one(count, handoff);
         }
+    }
+
+    /// `release`'s slow path: somebody waits on the count's root, maybe on `count`.
+    #[inline(never)]
+    fn wake_one(&self, count: &AtomicU32, handoff: bool) {
+        let root = self.root(count);
         root.lock.lock();
         if root.nwait.load(Ordering::SeqCst) == 0 {
             // Another release took our waiter.
