@@ -40,7 +40,7 @@ fn no_starvation_of_a_waiter() {
         while !started.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(1));
         }
-        let lost0 = common::lost_time();
+        let lost0 = common::Lost::now();
         // Wait for the lock from a plain thread (which can contend at any
         // GORO_MAXPROCS) and, with 2 Ps, from a coroutine.
         let waited = {
@@ -62,7 +62,7 @@ fn no_starvation_of_a_waiter() {
         };
         stop.store(true, Ordering::Relaxed);
         assert!(hog.join().unwrap() > 0);
-        let bound = Duration::from_millis(500) + (common::lost_time() - lost0);
+        let bound = Duration::from_millis(500) + lost0.since();
         assert!(waited < bound, "thread waiter starved for {waited:?}");
         assert!(
             waited_co < bound,

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{lost_time, with_timeout};
+use common::{with_timeout, Lost};
 
 const T: Duration = Duration::from_secs(120);
 const SCENARIO_ENV: &str = "GORO_TEST_SCENARIO";
@@ -80,7 +80,7 @@ fn blocking_call_does_not_stall_its_p() {
 #[test]
 fn concurrent_blocking_calls_overlap() {
     with_timeout(T, || {
-        let lost0 = lost_time();
+        let lost0 = Lost::now();
         let start = Instant::now();
         let hs: Vec<_> = (0..100)
             .map(|_| goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_millis(50)))))
@@ -89,7 +89,7 @@ fn concurrent_blocking_calls_overlap() {
             h.join().unwrap();
         }
         let took = start.elapsed();
-        let lost = lost_time().saturating_sub(lost0);
+        let lost = lost0.since();
         // Serialised they would take 5 s; thread start-up makes them not quite 50 ms.
         assert!(
             took < Duration::from_millis(1500) + lost,
@@ -145,11 +145,11 @@ fn preempt_point_lets_sleepers_wake() {
             let mut worst = Duration::ZERO;
             let mut worst_lost = Duration::ZERO;
             for _ in 0..5 {
-                let lost0 = lost_time();
+                let lost0 = Lost::now();
                 let t = Instant::now();
                 goro::time::sleep(Duration::from_millis(30));
                 let late = t.elapsed().saturating_sub(Duration::from_millis(30));
-                let lost = lost_time().saturating_sub(lost0);
+                let lost = lost0.since();
                 if late.saturating_sub(lost) > worst.saturating_sub(worst_lost) {
                     worst = late;
                     worst_lost = lost;

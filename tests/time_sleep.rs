@@ -91,7 +91,7 @@ fn sleep_lateness_is_sane_under_load() {
 #[test]
 fn ten_thousand_sleepers_wake_in_deadline_order() {
     with_timeout(T, || {
-        let lost0 = common::lost_time();
+        let lost0 = common::Lost::now();
         let wakes = goro::go!(|| {
             // All sleepers are created first and held at a gate; their deadlines count
             // from a base set when the gate opens, so a slow (debug, loaded) spawn loop
@@ -138,7 +138,7 @@ fn ten_thousand_sleepers_wake_in_deadline_order() {
         // one woken before it.
         let mut wakes: Vec<_> = wakes.into_iter().filter(|(_, _, asleep)| *asleep).collect();
         wakes.sort_by_key(|&(_, w, _)| w);
-        let tolerance = Duration::from_millis(30) + (common::lost_time() - lost0);
+        let tolerance = Duration::from_millis(30) + lost0.since();
         let mut latest = wakes[0].0;
         for (d, _, _) in &wakes {
             assert!(

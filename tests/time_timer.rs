@@ -155,7 +155,7 @@ fn timer_of_a_busy_p_fires_on_another_p() {
         }
         let late = Arc::new(Mutex::new(None));
         let l = late.clone();
-        let lost0 = common::lost_time();
+        let lost0 = common::Lost::now();
         goro::go!(move || {
             let d = Duration::from_millis(10);
             let deadline = Instant::now() + d;
@@ -171,7 +171,7 @@ fn timer_of_a_busy_p_fires_on_another_p() {
             .unwrap()
             .expect("timer did not fire during the busy loop");
         assert!(
-            late < Duration::from_millis(100) + (common::lost_time() - lost0),
+            late < Duration::from_millis(100) + lost0.since(),
             "timer fired {late:?} late: after the busy loop (bound: 100 ms plus the time the machine did not run us)"
         );
     });

@@ -148,26 +148,50 @@ pub fn steal_time() -> Duration {
     Duration::from_millis(ticks * 1000 / hz)
 }
 
-/// Time the threads of this process spent runnable but not running, summed (the
-/// `run_delay` of /proc/self/task/*/schedstat): what other processes on a busy
-/// machine took from us. Like [`steal_time`], wall-clock bounds add its increase.
-pub fn run_delay() -> Duration {
-    let mut total = 0u64;
+/// The run queue delay of each live thread of this process (the `run_delay` of
+/// /proc/self/task/*/schedstat, by thread id): what other processes on a busy machine
+/// took from us.
+fn run_delays() -> std::collections::HashMap<u64, u64> {
+    let mut delays = std::collections::HashMap::new();
     if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
         for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) else {
+                continue;
+            };
             let stat = std::fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
-            total += stat
-                .split_whitespace()
-                .nth(1)
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(0);
+            if let Some(ns) = stat.split_whitespace().nth(1).and_then(|v| v.parse().ok()) {
+                delays.insert(tid, ns);
+            }
         }
     }
-    Duration::from_nanos(total)
+    delays
 }
 
-/// Time the machine did not give this process while it was runnable: the
-/// hypervisor's steal plus the run queue delay of our threads.
-pub fn lost_time() -> Duration {
-    steal_time() + run_delay()
+/// A reading of the time the machine did not give this process while it was
+/// runnable: the hypervisor's steal plus the run queue delay of our threads.
+/// Wall-clock bounds in tests add [`Lost::since`] of a reading taken at their start.
+pub struct Lost {
+    steal: Duration,
+    run_delay: std::collections::HashMap<u64, u64>,
+}
+
+impl Lost {
+    pub fn now() -> Lost {
+        Lost {
+            steal: steal_time(),
+            run_delay: run_delays(),
+        }
+    }
+
+    /// What was lost since this reading: the steal since, plus each live thread's run
+    /// queue delay since (all of it for a thread started since). A thread that has
+    /// exited since takes its delay with it (the sum of the live threads' delays can
+    /// go down), so this undercounts then; it never goes negative.
+    pub fn since(&self) -> Duration {
+        let delay: u64 = run_delays()
+            .into_iter()
+            .map(|(tid, ns)| ns.saturating_sub(self.run_delay.get(&tid).copied().unwrap_or(0)))
+            .sum();
+        steal_time().saturating_sub(self.steal) + Duration::from_nanos(delay)
+    }
 }
