@@ -321,6 +321,24 @@ pub fn build_go_test(dir: &Path, out: &Path, timeout: Duration) -> Result<String
     Ok(version)
 }
 
+/// Echoes one tokio connection (TCP_NODELAY, a 16 KiB buffer) until EOF: the
+/// connection handler of both tokio echo servers (`echo_tokio` and `compare`'s). An
+/// error ends it and is returned with the step that failed ("setup", "read",
+/// "write"), for the caller to log or not.
+pub async fn tokio_echo(conn: &mut tokio::net::TcpStream) -> Result<(), (&'static str, io::Error)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    conn.set_nodelay(true).map_err(|e| ("setup", e))?;
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match conn.read(&mut buf).await {
+            Ok(0) => return Ok(()),
+            Ok(n) => conn.write_all(&buf[..n]).await.map_err(|e| ("write", e))?,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(("read", e)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,11 +19,9 @@
 //!
 //! `echo_compare` includes this file as a module and runs it in a child process.
 
-use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinSet;
@@ -68,28 +66,10 @@ fn log(msg: std::fmt::Arguments<'_>) {
     eprintln!("echo_tokio: {msg}");
 }
 
-/// Echoes one connection until EOF or an error.
+/// Echoes one connection until EOF or an error, which is logged.
 async fn serve(mut conn: TcpStream, peer: SocketAddr) {
-    if let Err(e) = conn.set_nodelay(true) {
-        log(format_args!("{peer}: setup failed: {e}"));
-        return;
-    }
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match conn.read(&mut buf).await {
-            Ok(0) => return,
-            Ok(n) => {
-                if let Err(e) = conn.write_all(&buf[..n]).await {
-                    log(format_args!("{peer}: write failed: {e}"));
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => {
-                log(format_args!("{peer}: read failed: {e}"));
-                return;
-            }
-        }
+    if let Err((step, e)) = goro_bench::tools::tokio_echo(&mut conn).await {
+        log(format_args!("{peer}: {step} failed: {e}"));
     }
 }
 

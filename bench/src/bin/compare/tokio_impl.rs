@@ -23,7 +23,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::task::{yield_now, JoinHandle};
@@ -343,24 +342,10 @@ async fn rss_parked() -> Outcome {
     Ok(after.saturating_sub(before) as f64 / N as f64)
 }
 
-/// Echoes one connection until EOF or an error.
+/// Echoes one connection until EOF or an error (errors end it silently: the load
+/// generator reports what went wrong on its side).
 async fn echo(mut conn: TcpStream) {
-    if conn.set_nodelay(true).is_err() {
-        return;
-    }
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match conn.read(&mut buf).await {
-            Ok(0) => return,
-            Ok(n) => {
-                if conn.write_all(&buf[..n]).await.is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        }
-    }
+    let _ = goro_bench::tools::tokio_echo(&mut conn).await;
 }
 
 /// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, echoes (one task per
