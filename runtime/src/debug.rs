@@ -34,10 +34,13 @@ pub fn dump() -> String {
                     WaitReason::None => "waiting".to_string(),
                     r => r.as_str().to_string(),
                 };
+                // Relaxed: an informational timestamp, written by the G when it parks; a stale one
+                // only skews the printed duration.
                 (reason, Some(now - g.wait_since.load(Ordering::Relaxed)))
             }
             GStatus::Syscall => (
                 WaitReason::BlockingCall.as_str().to_string(),
+                // Relaxed: informational, as above.
                 Some(now - g.wait_since.load(Ordering::Relaxed)),
             ),
             s => (s.as_str().to_string(), None),
@@ -56,6 +59,7 @@ pub fn dump() -> String {
         "coroutine dump: {} coroutines, {} Ps, {} threads",
         entries.len(),
         rt.procs(),
+        // Relaxed: a count for display (see the field).
         rt.nm_alive.load(Ordering::Relaxed)
     );
     for e in entries {

@@ -149,6 +149,7 @@ impl Netpoll {
             self.forget(key);
             return Err(e);
         }
+        // Relaxed: a count read by the deadlock check, which re-checks over time.
         self.registered.fetch_add(1, Ordering::Relaxed);
         Ok(pd)
     }
@@ -219,6 +220,8 @@ impl Netpoll {
         if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
             self.dispatch(&events);
         }
+        // Relaxed: a timestamp for sysmon's backstop heuristic; a stale one costs at most
+        // one extra non-blocking poll.
         self.last_poll.store(nanotime(), Ordering::Relaxed);
     }
 

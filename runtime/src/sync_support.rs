@@ -42,6 +42,7 @@ fn ncpu() -> usize {
         return n;
     }
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Relaxed: a cached constant; racing initialisers store the same value.
     NCPU.store(n, Ordering::Relaxed);
     n
 }

@@ -89,6 +89,7 @@ impl Cond {
     fn wait_ticket(&self, ticket: u32) {
         let l = &self.list;
         l.lock.lock();
+        // Acquire: pairs with the notifier's Release store of `notify` (also under the lock).
         if less(ticket, l.notify.load(Ordering::Acquire)) {
             // Notified between the unlock and now.
             l.lock.unlock();
@@ -123,6 +124,7 @@ impl Cond {
             return;
         }
         l.lock.lock();
+        // Relaxed: `notify` is only written under `l.lock`, which we hold.
         let t = l.notify.load(Ordering::Relaxed);
         if t == l.wait.load(Ordering::Acquire) {
             l.lock.unlock();

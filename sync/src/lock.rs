@@ -34,6 +34,7 @@ impl SpinLock {
     fn lock_slow(&self) {
         let mut backoff = Backoff::new();
         loop {
+            // Relaxed: only a hint to stop spinning; the CAS below is the Acquire.
             while self.locked.load(Ordering::Relaxed) {
                 backoff.spin();
             }
@@ -49,6 +50,7 @@ impl SpinLock {
 
     #[inline]
     pub(crate) fn unlock(&self) {
+        // Release: publishes the critical section to the next locker's Acquire CAS.
         self.locked.store(false, Ordering::Release);
     }
 }

@@ -87,6 +87,8 @@ impl RawMutex {
         let mut starving = false;
         let mut awoke = false;
         let mut iter = 0;
+        // Relaxed loads of `state` here and below feed CASes that carry the ordering: the
+        // locking CAS is Acquire; a stale value only makes a CAS fail and retry.
         let mut old = self.state.load(Ordering::Relaxed);
         loop {
             // Spin only in normal mode, while locked, and while it can pay off.

@@ -71,6 +71,8 @@ impl<T: ?Sized> RwLock<T> {
 
     /// Locks for reading if no writer holds or waits for the lock.
     pub fn try_read(&self) -> Option<RwLockReadGuard<'_, T>> {
+        // Relaxed: only the CAS's expected value; the successful CAS is the Acquire
+        // that pairs with the writer unlock's Release.
         let mut c = self.reader_count.load(Ordering::Relaxed);
         loop {
             if c < 0 {

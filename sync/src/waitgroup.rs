@@ -112,6 +112,9 @@ impl WaitGroup {
             ) {
                 Ok(_) => {
                     sema::acquire(&inner.sema, false, WaitReason::WaitGroup);
+                    // The reset store happens-before this load through the sema (its
+                    // release, our acquire), so a non-zero state is a later `add`: the
+                    // misuse. Acquire is more than that needs, and free on x86.
                     if inner.state.load(Ordering::Acquire) != 0 {
                         panic!("WaitGroup reused too early: add called before the previous wait returned");
                     }

@@ -108,6 +108,8 @@ struct Timeouts {
 
 impl Timeouts {
     fn get(&self, dir: Dir) -> Option<Duration> {
+        // Relaxed: a timeout is a plain setting with nothing else to publish; a read racing
+        // a `set_*_timeout` sees the old or the new value, as with std.
         let ns = match dir {
             Dir::Read => &self.read,
             Dir::Write => &self.write,

@@ -246,6 +246,7 @@ impl Runtime {
     }
 
     pub(crate) fn procs(&self) -> usize {
+        // Relaxed: see the field (a stale value only delays a retirement by one schedule).
         self.gomaxprocs.load(Ordering::Relaxed)
     }
 

@@ -589,6 +589,8 @@ pub(crate) fn spawn_g(
             publish(p, g, true);
         }
         None => {
+            // Relaxed: a count for the trace and the deadlock check; the G itself is published
+            // by `publish_global`.
             rt.nextern_spawned.fetch_add(1, Ordering::Relaxed);
             publish_global(g);
         }

@@ -90,6 +90,7 @@ pub(crate) fn start() {
             );
             return;
         }
+        // Release, paired with `poke`'s Acquire: a poker that sees the fd sees it open.
         PIPE[0].store(fds[0], Ordering::Release);
         PIPE[1].store(fds[1], Ordering::Release);
         install_sigquit();
@@ -186,6 +187,7 @@ fn run() {
     let mut was_idle = false;
     loop {
         let now = nanotime();
+        // Relaxed: a coarse clock for durations shown in the dump; nothing hangs on it.
         rt.coarse_now.store(now, Ordering::Relaxed);
         // Stacks above the pool's watermark go back to the OS, a batch per period.
         let mut stack_excess = 0;
@@ -402,6 +404,8 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                 }
             }
             PStatus::Running => {
+                // Relaxed: the tick and the preempt flag are hints (Go's schedtick and preempt are
+                // plain fields); a stale tick delays a preemption by one sysmon round.
                 let t = p.tick_pub.load(Ordering::Relaxed);
                 if t != s.sched_tick {
                     s.sched_tick = t;

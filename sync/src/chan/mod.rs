@@ -502,6 +502,8 @@ impl<T> Receiver<T> {
 
 impl<T> Clone for Sender<T> {
     fn clone(&self) -> Self {
+        // Relaxed: a new handle is made from a live one, so the count cannot be at zero
+        // (as `Arc::clone`); the drops' AcqRel orders the close.
         self.chan.senders.fetch_add(1, Ordering::Relaxed);
         Sender {
             chan: self.chan.clone(),
@@ -511,6 +513,7 @@ impl<T> Clone for Sender<T> {
 
 impl<T> Clone for Receiver<T> {
     fn clone(&self) -> Self {
+        // Relaxed: as for `Sender::clone`.
         self.chan.receivers.fetch_add(1, Ordering::Relaxed);
         Receiver {
             chan: self.chan.clone(),
@@ -529,6 +532,7 @@ impl<T> Drop for Sender<T> {
 
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
+        // AcqRel: as for `Sender`'s drop.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 && !self.chan.keep_open {
             self.chan.close();
         }
