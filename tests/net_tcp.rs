@@ -112,6 +112,43 @@ fn half_close_then_eof() {
     });
 }
 
+/// A burst of connects before anyone accepts fits in the listener's backlog (the
+/// system's maximum, as Go's): every connect completes at once. With std's backlog of
+/// 128 the kernel drops the SYNs beyond it and the clients retry after a second.
+#[test]
+fn connect_burst_fits_the_backlog() {
+    with_timeout(T, || {
+        let somaxconn: usize = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(128);
+        let n = somaxconn.min(250); // the bytes below tell the clients apart
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let clients: Vec<_> = (0..n)
+            .map(|i| {
+                goro::go!(move || {
+                    let mut s = TcpStream::connect_timeout(&addr, Duration::from_millis(800))
+                        .unwrap_or_else(|e| panic!("connect {i} of {n}: {e}"));
+                    s.write_all(&[i as u8]).unwrap();
+                    s
+                })
+            })
+            .collect();
+        // Nobody accepts until every client is connected.
+        let streams: Vec<_> = clients.into_iter().map(|h| h.join().unwrap()).collect();
+        let mut seen = vec![false; n];
+        for _ in 0..n {
+            let (mut s, _) = l.accept().unwrap();
+            let mut b = [0u8; 1];
+            s.read_exact(&mut b).unwrap();
+            assert!(!seen[b[0] as usize], "byte {} twice", b[0]);
+            seen[b[0] as usize] = true;
+        }
+        drop(streams);
+    });
+}
+
 /// Clients that abort mid-transfer (reset the connection) do not disturb the others.
 #[test]
 fn client_abort_does_not_disturb_others() {

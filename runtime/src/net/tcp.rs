@@ -21,10 +21,11 @@ pub struct TcpListener {
 }
 
 impl TcpListener {
-    /// Binds to `addr` and listens.
+    /// Binds to `addr` and listens, with the largest backlog the system allows
+    /// (`net.core.somaxconn`, as Go's `net.Listen`; std asks for 128, which a burst of
+    /// connects overflows into SYN cookies and resets).
     pub fn bind(addr: impl ToSocketAddrs) -> io::Result<TcpListener> {
-        let l = each_addr(addr, |a| std::net::TcpListener::bind(a))?;
-        l.set_nonblocking(true)?;
+        let l = each_addr(addr, listen)?;
         Ok(TcpListener {
             reg: Registered::new(l)?,
         })
@@ -202,6 +203,21 @@ impl TcpStream {
     fn write_vectored_bytes(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
         self.reg.io(Dir::Write, |mut s| s.write_vectored(bufs))
     }
+}
+
+/// A non-blocking listening socket on `addr` (SO_REUSEADDR, as std and Go set it).
+fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
+    let sock = Socket::new(
+        Domain::for_address(*addr),
+        Type::STREAM,
+        Some(Protocol::TCP),
+    )?;
+    sock.set_reuse_address(true)?;
+    sock.set_nonblocking(true)?;
+    sock.bind(&SockAddr::from(*addr))?;
+    // Linux caps the backlog at `net.core.somaxconn`; asking for more gets the cap.
+    sock.listen(i32::MAX)?;
+    Ok(sock.into())
 }
 
 /// One non-blocking connect: register, start it, wait for writability, check the
