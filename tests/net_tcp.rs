@@ -112,6 +112,38 @@ fn half_close_then_eof() {
     });
 }
 
+/// Data and FIN both arrive before the server's first read: the read is short, and the
+/// next one must return EOF at once. (A short read makes the next read wait for a new
+/// edge instead of trying; a FIN that came before it raises no new edge, so the
+/// descriptor must remember it.) The read timeout turns a regression into a failure.
+#[test]
+fn data_and_fin_before_the_first_read() {
+    with_timeout(T, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        for round in 0..50 {
+            let client = goro::go!(move || {
+                let mut s = TcpStream::connect(addr).unwrap();
+                s.write_all(b"hello").unwrap();
+                s.shutdown(Shutdown::Write).unwrap();
+                s
+            });
+            let _s = client.join().unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            // Let the registration's event reach the descriptor before the first read.
+            goro::time::sleep(Duration::from_millis(round % 3));
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut buf = vec![0u8; 64 * 1024];
+            assert_eq!(s.read(&mut buf).unwrap(), 5, "round {round}");
+            assert_eq!(&buf[..5], b"hello");
+            let n = s
+                .read(&mut buf)
+                .unwrap_or_else(|e| panic!("round {round}: EOF expected, got {e}"));
+            assert_eq!(n, 0, "round {round}");
+        }
+    });
+}
+
 /// A burst of connects before anyone accepts fits in the listener's backlog (the
 /// system's maximum, as Go's): every connect completes at once. With std's backlog of
 /// 128 the kernel drops the SYNs beyond it and the clients retry after a second.

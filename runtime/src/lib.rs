@@ -18,6 +18,7 @@
 
 mod config;
 pub mod debug;
+mod epoll;
 pub mod fs;
 mod loom;
 pub mod net;

@@ -71,18 +71,43 @@ impl<S: AsRawFd> Registered<S> {
 
     /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in `dir`
     /// in between, with `dir`'s timeout.
-    fn io<R>(&self, dir: Dir, mut op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+    fn io<R>(&self, dir: Dir, op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        self.io_draining(dir, op, |_| false)
+    }
+
+    /// [`Registered::io`] for an operation that can tell when it drained the socket
+    /// (`drained(&result)`: a short read or write of a stream). After one that did, the
+    /// next operation in `dir` waits for an edge before its system call instead of
+    /// making one that would fail with `WouldBlock` (tokio does the same).
+    fn io_draining<R>(
+        &self,
+        dir: Dir,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
         crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
         loop {
             if self.pd.is_closed() {
                 return Err(crate::netpoll::closed_error());
             }
-            match op(&self.sock) {
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.pd.wait(dir, deadline)?,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                r => return r,
+            if !self.pd.drained(dir) {
+                let seq = self.pd.seq(dir);
+                match op(&self.sock) {
+                    Ok(r) => {
+                        if drained(&r) {
+                            self.pd.clear(dir, seq);
+                        }
+                        return Ok(r);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.pd.clear(dir, seq);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
             }
+            self.pd.wait(dir, deadline)?;
         }
     }
 

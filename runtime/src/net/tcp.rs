@@ -193,11 +193,15 @@ impl TcpStream {
     }
 
     fn read_bytes(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reg.io(Dir::Read, |mut s| s.read(buf))
+        let len = buf.len();
+        self.reg
+            .io_draining(Dir::Read, |mut s| s.read(buf), |&n| 0 < n && n < len)
     }
 
     fn write_bytes(&self, buf: &[u8]) -> io::Result<usize> {
-        self.reg.io(Dir::Write, |mut s| s.write(buf))
+        let len = buf.len();
+        self.reg
+            .io_draining(Dir::Write, |mut s| s.write(buf), |&n| 0 < n && n < len)
     }
 
     fn write_vectored_bytes(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
@@ -220,8 +224,11 @@ fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
     Ok(sock.into())
 }
 
-/// One non-blocking connect: register, start it, wait for writability, check the
-/// socket error.
+/// One non-blocking connect: start it, register, wait for writability, check the
+/// socket error. Registered after the start, not before: a socket that is not yet
+/// connecting reports a hang-up, which the descriptor would keep (see
+/// `PollDesc::clear`); a connect that completes before the registration is reported
+/// by it.
 fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpStream> {
     let sock = Socket::new(
         Domain::for_address(*addr),
@@ -229,13 +236,12 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
         Some(Protocol::TCP),
     )?;
     sock.set_nonblocking(true)?;
-    let stream = TcpStream::from_std(sock.into())?;
-    let sa = SockAddr::from(*addr);
-    match socket2::SockRef::from(&stream.reg.sock).connect(&sa) {
-        Ok(()) => return Ok(stream),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+    let started = sock.connect(&SockAddr::from(*addr));
+    let stream = match started {
+        Ok(()) => return TcpStream::from_std(sock.into()),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => TcpStream::from_std(sock.into())?,
         Err(e) => return Err(e),
-    }
+    };
     loop {
         stream.reg.pd.wait(Dir::Write, deadline)?;
         if let Some(e) = stream.reg.sock.take_error()? {
