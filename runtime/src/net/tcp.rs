@@ -209,15 +209,21 @@ impl TcpStream {
     }
 }
 
-/// A non-blocking listening socket on `addr` (SO_REUSEADDR, as std and Go set it).
-fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
+/// A new non-blocking TCP socket for `addr`'s address family.
+fn tcp_socket(addr: &SocketAddr) -> io::Result<Socket> {
     let sock = Socket::new(
         Domain::for_address(*addr),
         Type::STREAM,
         Some(Protocol::TCP),
     )?;
-    sock.set_reuse_address(true)?;
     sock.set_nonblocking(true)?;
+    Ok(sock)
+}
+
+/// A non-blocking listening socket on `addr` (SO_REUSEADDR, as std and Go set it).
+fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
+    let sock = tcp_socket(addr)?;
+    sock.set_reuse_address(true)?;
     sock.bind(&SockAddr::from(*addr))?;
     // Linux caps the backlog at `net.core.somaxconn`; asking for more gets the cap.
     sock.listen(i32::MAX)?;
@@ -230,12 +236,7 @@ fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
 /// `PollDesc::clear`); a connect that completes before the registration is reported
 /// by it.
 fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpStream> {
-    let sock = Socket::new(
-        Domain::for_address(*addr),
-        Type::STREAM,
-        Some(Protocol::TCP),
-    )?;
-    sock.set_nonblocking(true)?;
+    let sock = tcp_socket(addr)?;
     let started = sock.connect(&SockAddr::from(*addr));
     let stream = match started {
         Ok(()) => return TcpStream::from_std(sock.into()),
