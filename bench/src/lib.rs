@@ -156,10 +156,14 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 /// whole guest stops for milliseconds), so the latency tools print it next to their
 /// figures. The kernel counts in USER_HZ ticks, which is 100 on Linux (this assumes so).
 pub fn steal_time() -> io::Result<Duration> {
+    proc_stat_ticks(parse_stat_steal, "no steal column in /proc/stat")
+}
+
+/// Reads `/proc/stat`, takes a tick count from it with `parse` and converts it (at
+/// USER_HZ = 100) to a duration; `missing` is the error if `parse` finds nothing.
+fn proc_stat_ticks(parse: fn(&str) -> Option<u64>, missing: &str) -> io::Result<Duration> {
     let stat = fs::read_to_string("/proc/stat")?;
-    let ticks = parse_stat_steal(&stat).ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidData, "no steal column in /proc/stat")
-    })?;
+    let ticks = parse(&stat).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, missing))?;
     Ok(Duration::from_millis(ticks.saturating_mul(10)))
 }
 
@@ -167,6 +171,51 @@ pub fn steal_time() -> io::Result<Duration> {
 pub fn parse_stat_steal(stat: &str) -> Option<u64> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     line.split_whitespace().nth(8)?.parse().ok()
+}
+
+/// CPU time the whole machine spent busy, all CPUs together: every column of the
+/// `cpu` line of `/proc/stat` but idle, iowait and steal (USER_HZ ticks, 100 on Linux,
+/// as [`steal_time`] assumes).
+pub fn machine_busy() -> io::Result<Duration> {
+    proc_stat_ticks(parse_stat_busy, "no cpu line in /proc/stat")
+}
+
+/// The busy ticks of the aggregate `cpu` line: user, nice, system, irq, softirq (guest
+/// time is already inside user).
+pub fn parse_stat_busy(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    (f.len() >= 7).then(|| f[0] + f[1] + f[2] + f[5] + f[6])
+}
+
+/// The user and system CPU time of process `pid` so far (`/proc/PID/stat`, all its
+/// threads; USER_HZ ticks as above).
+pub fn process_cpu(pid: u32) -> io::Result<(Duration, Duration)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let (u, s) = parse_pid_stat_cpu(&stat).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "no utime/stime in /proc/PID/stat",
+        )
+    })?;
+    Ok((
+        Duration::from_millis(u.saturating_mul(10)),
+        Duration::from_millis(s.saturating_mul(10)),
+    ))
+}
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command
+/// name (field 2) may contain spaces and parentheses, so fields are counted from the
+/// last `)`.
+pub fn parse_pid_stat_cpu(stat: &str) -> Option<(u64, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11); // field 3 is the first after ')'
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
 }
 
 /// Formats a KiB count as MiB with one decimal.
@@ -1111,6 +1160,19 @@ mod tests {
     fn reads_this_process() {
         assert!(vm_rss_kib().unwrap() > 0);
         assert!(map_count().unwrap() > 0);
+    }
+
+    #[test]
+    fn parses_cpu_times() {
+        let stat = "cpu  100 2 30 400 5 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(parse_stat_busy(stat), Some(100 + 2 + 30 + 6 + 7));
+        assert_eq!(parse_stat_busy("cpu  1 2 3\n"), None);
+        let pid = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0";
+        assert_eq!(parse_pid_stat_cpu(pid), Some((250, 75)));
+        assert_eq!(parse_pid_stat_cpu("42 (x) S 1"), None);
+        let (u, s) = process_cpu(std::process::id()).unwrap();
+        assert!(u + s < Duration::from_secs(3600));
+        assert!(machine_busy().unwrap() > Duration::ZERO);
     }
 
     #[test]

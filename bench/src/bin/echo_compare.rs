@@ -4,6 +4,7 @@
 //! ```text
 //! cargo build --release --example echo_server
 //! cargo run --release -p goro-bench --bin echo_compare [-- --secs S] [--warmup S] [--rounds R]
+//!     [--baseline PATH]
 //! ```
 //!
 //! Servers, each a child process with 2 Ps / worker threads:
@@ -11,6 +12,9 @@
 //! - goro: `target/release/examples/echo_server` with `GORO_MAXPROCS=2`. This tool builds
 //!   nothing: if the binary is missing it prints the command above and stops.
 //! - tokio: `src/bin/echo_tokio.rs` with `--threads 2`.
+//! - base (only with `--baseline PATH`): another build of `examples/echo_server`, run
+//!   as goro's, for a before/after comparison of a change in the same run (copy the
+//!   old binary aside before rebuilding).
 //! - Go: `goro-compare-go serve`, the echo server of `compare`'s Go contender
 //!   (`bench/go/compare/serve.go`, standard library only), built with `go build` into a
 //!   temporary directory at start, run with `GOMAXPROCS=2`. Without `go` on the PATH,
@@ -31,6 +35,13 @@
 //! server and connection count, the median requests/s, the median p99 latency and the
 //! median fairness (the busiest connection's round trips over the mean), and the ratios
 //! of the median requests/s. With the defaults the run takes about 3 minutes.
+//!
+//! A second table gives the CPU time per round trip over the measuring window: the
+//! server's user and system time (`/proc/PID/stat`) and the whole machine's busy time
+//! (`/proc/stat`: server, load generator and anything else). The server and the load
+//! generator share two vCPUs and both keep them busy, so req/s is about 2 s / the
+//! machine's time per round trip: a server is faster by using less CPU per round trip,
+//! or by making the load generator use less.
 //!
 //! Every wait is bounded (a server's start and stop 10 s, a load run its duration +
 //! 30 s, the Go build 180 s); on any error (a load error, wrong bytes, a server that
@@ -81,6 +92,8 @@ enum Server {
     Goro,
     Tokio,
     Go,
+    /// Another build of goro's echo server (`--baseline PATH`), for before/after runs.
+    Baseline,
 }
 
 impl Server {
@@ -89,6 +102,7 @@ impl Server {
             Server::Goro => "goro",
             Server::Tokio => "tokio",
             Server::Go => "Go",
+            Server::Baseline => "base",
         }
     }
 }
@@ -97,11 +111,12 @@ struct Options {
     secs: f64,
     warmup: f64,
     rounds: usize,
+    baseline: Option<PathBuf>,
 }
 
 fn usage(err: &str) -> ! {
     eprintln!("echo_compare: {err}");
-    eprintln!("usage: echo_compare [--secs S] [--warmup S] [--rounds R]");
+    eprintln!("usage: echo_compare [--secs S] [--warmup S] [--rounds R] [--baseline PATH]");
     std::process::exit(2);
 }
 
@@ -110,6 +125,7 @@ fn parse_args(args: Vec<String>) -> Options {
         secs: 5.0,
         warmup: 1.0,
         rounds: 3,
+        baseline: None,
     };
     let mut args = args.into_iter();
     while let Some(a) = args.next() {
@@ -132,6 +148,13 @@ fn parse_args(args: Vec<String>) -> Options {
                     .ok()
                     .filter(|&n| n > 0 && n <= 100)
                     .unwrap_or_else(|| usage("--rounds must be a whole number in 1..=100"))
+            }
+            "--baseline" => {
+                let p = PathBuf::from(value("--baseline"));
+                if !p.is_file() {
+                    usage(&format!("--baseline {}: no such file", p.display()));
+                }
+                o.baseline = Some(p);
             }
             "-h" | "--help" => usage("goro's, tokio's and Go's echo servers under one load"),
             other => usage(&format!("unknown argument {other:?}")),
@@ -164,6 +187,36 @@ struct Point {
     rps: f64,
     p99_us: f64,
     fairness: f64,
+    /// CPU per counted round trip, if /proc could be read.
+    cpu: Option<Cpu>,
+}
+
+/// CPU time per round trip over the measuring window, in µs: the server's user and
+/// system time, and the whole machine's busy time (server, load generator and anything
+/// else; the two vCPUs give at most 2 s per second).
+#[derive(Clone, Copy, Debug)]
+struct Cpu {
+    srv_user: f64,
+    srv_sys: f64,
+    busy: f64,
+}
+
+/// Reads the server's and the machine's CPU time at the end of the warm-up and at the
+/// end of the measuring window (on its own thread, while the load runs). The window
+/// starts when the load generator is spawned, so it trails the generator's own window
+/// by its connection set-up (milliseconds).
+fn sample_cpu(pid: u32, warmup: f64, secs: f64) -> thread::JoinHandle<Option<[Duration; 3]>> {
+    thread::spawn(move || {
+        let read = || -> Option<[Duration; 3]> {
+            let (u, s) = goro_bench::process_cpu(pid).ok()?;
+            Some([u, s, goro_bench::machine_busy().ok()?])
+        };
+        thread::sleep(Duration::from_secs_f64(warmup));
+        let a = read()?;
+        thread::sleep(Duration::from_secs_f64(secs));
+        let b = read()?;
+        Some([0, 1, 2].map(|i| b[i].saturating_sub(a[i])))
+    })
 }
 
 type Samples = HashMap<(Server, usize), Vec<Point>>;
@@ -173,14 +226,18 @@ struct Launch {
     goro: PathBuf,
     me: PathBuf,
     go: Option<PathBuf>,
+    baseline: Option<PathBuf>,
 }
 
 impl Launch {
     fn command(&self, s: Server) -> Command {
         let mut cmd;
         match s {
-            Server::Goro => {
-                cmd = Command::new(&self.goro);
+            Server::Goro | Server::Baseline => {
+                cmd = Command::new(match s {
+                    Server::Baseline => self.baseline.as_ref().expect("a baseline is measured"),
+                    _ => &self.goro,
+                });
                 cmd.args(["--addr", "127.0.0.1:0"])
                     .env("GORO_MAXPROCS", PROCS.to_string());
             }
@@ -235,7 +292,12 @@ fn run(opts: &Options) -> Result<(), String> {
         }
     };
     let go_missing = go.is_none();
-    let launch = Launch { goro, me, go };
+    let launch = Launch {
+        goro,
+        me,
+        go,
+        baseline: opts.baseline.clone(),
+    };
     let result = measure(opts, &launch);
     let _ = std::fs::remove_dir_all(&tmp);
     let samples = result?;
@@ -268,6 +330,9 @@ fn measure(opts: &Options, launch: &Launch) -> Result<Samples, String> {
     if launch.go.is_some() {
         servers.push(Server::Go);
     }
+    if launch.baseline.is_some() {
+        servers.push(Server::Baseline);
+    }
     let per_point = opts.warmup + opts.secs + 0.3;
     let total = per_point * (opts.rounds * CONNS.len() * servers.len()) as f64;
     eprintln!(
@@ -294,8 +359,14 @@ fn measure(opts: &Options, launch: &Launch) -> Result<Samples, String> {
                         server.name()
                     )
                 })?;
+                let cpu = p.cpu.map_or(String::new(), |c| {
+                    format!(
+                        ", server {:.2} + {:.2} us/rt, machine {:.2} us/rt",
+                        c.srv_user, c.srv_sys, c.busy
+                    )
+                });
                 eprintln!(
-                    "  round {}/{} {:>3} conns {:<5}: {:>8.0} req/s, p99 {:>6} us, busiest/mean {:.2}",
+                    "  round {}/{} {:>3} conns {:<5}: {:>8.0} req/s, p99 {:>6} us, busiest/mean {:.2}{cpu}",
                     round + 1,
                     opts.rounds,
                     conns,
@@ -319,7 +390,9 @@ fn measure_point(
     conns: usize,
 ) -> Result<Point, String> {
     let mut srv = RunningServer::start(server, launch.command(server))?;
+    let sampler = srv.pid().map(|pid| sample_cpu(pid, opts.warmup, opts.secs));
     let load = run_load(&launch.me, srv.addr, conns, opts);
+    let window = sampler.and_then(|h| h.join().ok().flatten());
     let died = srv.exited();
     let stopped = srv.stop();
     let point = match (load, died) {
@@ -330,6 +403,15 @@ fn measure_point(
         (Err(e), None) => Err(format!("{e}\nserver log:\n{}", srv.log_tail())),
         (Ok(p), None) => Ok(p),
     }?;
+    let round_trips = point.rps * opts.secs;
+    let point = Point {
+        cpu: window.filter(|_| round_trips > 0.0).map(|[u, s, b]| Cpu {
+            srv_user: u.as_secs_f64() * 1e6 / round_trips,
+            srv_sys: s.as_secs_f64() * 1e6 / round_trips,
+            busy: b.as_secs_f64() * 1e6 / round_trips,
+        }),
+        ..point
+    };
     stopped.map_err(|e| format!("{e}\nserver log:\n{}", srv.log_tail()))?;
     Ok(point)
 }
@@ -374,6 +456,7 @@ fn run_load(me: &Path, addr: SocketAddr, conns: usize, opts: &Options) -> Result
         rps: get("rps")?,
         p99_us: get("p99_us")?,
         fairness: get("busiest_over_mean")?,
+        cpu: None,
     })
 }
 
@@ -441,6 +524,11 @@ impl RunningServer {
             .and_then(|a| a.parse().ok())
             .ok_or_else(|| format!("{}: no address in its first line: {line:?}", srv.name))?;
         Ok(srv)
+    }
+
+    /// The server's process id while it runs.
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// The exit status if the server has exited already.
@@ -560,6 +648,64 @@ fn print_table(samples: &Samples, opts: &Options, go_missing: bool) {
             fair(Server::Goro, c),
             fair(Server::Tokio, c),
             fair(Server::Go, c),
+        );
+    }
+    if let Some(b) = &opts.baseline {
+        println!();
+        println!(
+            "Baseline `{}` (\"base\", another build of goro's echo server):",
+            b.display()
+        );
+        println!();
+        println!("| conns | base req/s (p99) | goro/base | fairness base |");
+        println!("|---:|---:|---:|:---:|");
+        for &c in &CONNS {
+            println!(
+                "| {c} | {} | {} | {} |",
+                cell(Server::Baseline, c),
+                ratio(Server::Goro, Server::Baseline, c),
+                fair(Server::Baseline, c)
+            );
+        }
+    }
+    println!();
+    println!(
+        "CPU per round trip (us, medians): server user + system time; in parentheses the whole \
+         machine's busy time (server + load generator), which bounds req/s at 2 vCPUs."
+    );
+    println!();
+    let base = opts.baseline.is_some();
+    println!(
+        "| conns | goro | tokio | Go |{}",
+        if base { " base |" } else { "" }
+    );
+    println!("|---:|---:|---:|---:|{}", if base { "---:|" } else { "" });
+    let cpu = |s: Server, c: usize| {
+        let get = |f: fn(&Cpu) -> f64| {
+            samples.get(&(s, c)).and_then(|v| {
+                median(
+                    &v.iter()
+                        .filter_map(|p| p.cpu.as_ref().map(f))
+                        .collect::<Vec<_>>(),
+                )
+            })
+        };
+        match (get(|c| c.srv_user), get(|c| c.srv_sys), get(|c| c.busy)) {
+            (Some(u), Some(y), Some(b)) => format!("{u:.2} + {y:.2} ({b:.2})"),
+            _ => "-".into(),
+        }
+    };
+    for &c in &CONNS {
+        println!(
+            "| {c} | {} | {} | {} |{}",
+            cpu(Server::Goro, c),
+            cpu(Server::Tokio, c),
+            cpu(Server::Go, c),
+            if base {
+                format!(" {} |", cpu(Server::Baseline, c))
+            } else {
+                String::new()
+            }
         );
     }
     println!();
