@@ -1,6 +1,6 @@
-//! The netpoller: one epoll instance per runtime (`epoll.rs`), where the last M to go idle sleeps
-//! until the earliest timer of any P or a socket event, and the poll descriptors of the
-//! sockets registered with it.
+//! The netpoller: one epoll instance per runtime (`epoll.rs`), where the last M to go
+//! idle sleeps until the earliest timer of any P or a socket event, and the poll
+//! descriptors of the sockets registered with it.
 //!
 //! # Poll descriptors and their slot states
 //!
@@ -29,8 +29,9 @@
 //! them, and after the short read that takes the data no edge would come for the EOF.
 //!
 //! Only one M blocks in the poller at a time (`busy`), and a quick poll never runs
-//! beside it (it needs the event buffer's lock, which the blocking M holds). It publishes the deadline it sleeps until in `until`; whoever adds a
-//! timer earlier than that breaks the wait with `Netpoll::notify` (Go: netpollBreak).
+//! beside it (it needs the event buffer's lock, which the blocking M holds). The
+//! blocking M publishes the deadline it sleeps until in `until`; whoever adds a timer
+//! earlier than that breaks the wait with `Netpoll::notify` (Go: netpollBreak).
 //!
 //! # The poller's Dekker pair
 //!
