@@ -144,6 +144,45 @@ fn data_and_fin_before_the_first_read() {
     });
 }
 
+/// Urgent (out-of-band) data makes a read stop short at its mark with more data
+/// queued behind it: that short read must not make the next read wait for an edge
+/// that will never come.
+#[test]
+fn urgent_data_does_not_strand_the_rest() {
+    with_timeout(T, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let client = goro::go!(move || {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(b"ab").unwrap();
+            socket2::SockRef::from(&s).send_out_of_band(b"!").unwrap();
+            s.write_all(b"cd").unwrap();
+            s
+        });
+        let _c = client.join().unwrap();
+        let got = goro::go!(move || {
+            let (mut s, _) = l.accept().unwrap();
+            // Let the registration's event reach the descriptor before the first read
+            // (this coroutine's M goes idle and polls).
+            goro::time::sleep(Duration::from_millis(20));
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut got = Vec::new();
+            let mut buf = vec![0u8; 64 * 1024];
+            while got.len() < 4 {
+                let n = s
+                    .read(&mut buf)
+                    .unwrap_or_else(|e| panic!("after {:?}: {e}", String::from_utf8_lossy(&got)));
+                assert!(n > 0, "EOF after {:?}", String::from_utf8_lossy(&got));
+                got.extend_from_slice(&buf[..n]);
+            }
+            got
+        })
+        .join()
+        .unwrap();
+        assert_eq!(got, b"abcd");
+    });
+}
+
 /// A burst of connects before anyone accepts fits in the listener's backlog (the
 /// system's maximum, as Go's): every connect completes at once. With std's backlog of
 /// 128 the kernel drops the SYNs beyond it and the clients retry after a second.

@@ -89,10 +89,11 @@ impl Epoll {
         cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) }).map(drop)
     }
 
-    /// Registers `fd` edge-triggered for reading, writing and the peer's shutdown
-    /// under `key` (Go registers the same set).
+    /// Registers `fd` edge-triggered for reading, writing, the peer's shutdown and
+    /// urgent data under `key` (Go registers the same set but urgent data, which the
+    /// sockets need: see `PollDesc::clear`).
     pub(crate) fn add(&self, fd: RawFd, key: u64) -> io::Result<()> {
-        let events = IN | OUT | RDHUP | libc::EPOLLET as u32;
+        let events = IN | PRI | OUT | RDHUP | libc::EPOLLET as u32;
         self.ctl(libc::EPOLL_CTL_ADD, fd, events, key)
     }
 

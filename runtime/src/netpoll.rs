@@ -23,10 +23,12 @@
 //! Go makes the failing call). An echo server's reads went from 1.45 system calls per
 //! request to 1. Clearing is safe only if no edge that came after the operation
 //! started is forgotten: every edge bumps the slot's count, the operation reads the
-//! count before its call, and `clear` does nothing if the count moved. Two edges stay
-//! for good and are never cleared: a hang-up or error, and the peer's FIN
-//! (`EPOLLRDHUP`): data and a FIN that arrive before a read raise one edge between
-//! them, and after the short read that takes the data no edge would come for the EOF.
+//! count before its call, and `clear` does nothing if the count moved. Three edges
+//! stay for good and are never cleared: a hang-up or error; the peer's FIN
+//! (`EPOLLRDHUP`), because data and a FIN that arrive before a read raise one edge
+//! between them, and after the short read that takes the data no edge would come for
+//! the EOF; and urgent data (`EPOLLPRI`), because a read stops short at the urgent
+//! mark with the rest of the data queued behind it.
 //!
 //! Only one M blocks in the poller at a time (`busy`), and a quick poll never runs
 //! beside it (it needs the event buffer's lock, which the blocking M holds). The
@@ -206,11 +208,14 @@ impl Netpoll {
             let Some(pd) = self.lookup(key as usize) else {
                 continue;
             };
-            // An error or a hang-up readies both slots for good; the peer's shutdown
-            // (RDHUP) the reader's for good: a read returns 0 from now on.
+            // An error or a hang-up readies both slots for good. The peer's shutdown
+            // (RDHUP) readies the reader's for good: a read returns 0 from now on. So
+            // does urgent data (PRI): a read stops short at its mark with data queued
+            // behind it, so a short read no longer means the socket is empty.
             let err = bits & (epoll::ERR | epoll::HUP) != 0;
             if bits & (epoll::IN | epoll::PRI | epoll::RDHUP) != 0 || err {
-                pd.read.ready(err || bits & epoll::RDHUP != 0);
+                pd.read
+                    .ready(err || bits & (epoll::RDHUP | epoll::PRI) != 0);
             }
             if bits & epoll::OUT != 0 || err {
                 pd.write.ready(err);
