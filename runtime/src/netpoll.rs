@@ -194,12 +194,19 @@ impl Netpoll {
         (*gen as usize == key >> 32).then(|| pd.clone()).flatten()
     }
 
-    /// Readies the waiters of the descriptors in `events`.
-    fn dispatch(&self, events: &[RawEvent]) {
+    /// Readies the waiters of the descriptors in `events`. `quick`: they come from a
+    /// non-blocking poll, not from the M that blocks in the poller.
+    fn dispatch(&self, events: &[RawEvent], quick: bool) {
         for ev in events {
             let (bits, key) = (ev.events, ev.u64);
             if key == WAKE_KEY {
                 self.poller.ack_wake();
+                // A quick poll that ran just before an M blocked can take the
+                // notification meant for that M (sent once the M published `until`).
+                // Pass it on, or the M would sleep past the timer that sent it.
+                if quick && self.until.load(Ordering::SeqCst) != 0 {
+                    self.poller.notify();
+                }
                 continue;
             }
             if key == TIMER_KEY {
@@ -240,7 +247,7 @@ impl Netpoll {
             return;
         };
         if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
-            self.dispatch(&events);
+            self.dispatch(&events, true);
         }
         // Relaxed: a timestamp for sysmon's backstop heuristic; a stale one costs at most
         // one extra non-blocking poll.
@@ -297,7 +304,7 @@ impl Netpoll {
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             // An error here only means we wake early; the caller re-checks.
             let _ = self.poller.wait(&mut events, timeout);
-            self.dispatch(&events);
+            self.dispatch(&events, false);
             events.iter().any(|ev| ev.u64 < TIMER_KEY)
         };
         let now = nanotime();
