@@ -119,27 +119,22 @@ fn half_close_then_eof() {
 #[test]
 fn data_and_fin_before_the_first_read() {
     with_timeout(T, || {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
+        let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
         for round in 0..50 {
-            let client = goro::go!(move || {
-                let mut s = TcpStream::connect(addr).unwrap();
+            let send = |s: &mut TcpStream| {
                 s.write_all(b"hello").unwrap();
                 s.shutdown(Shutdown::Write).unwrap();
-                s
+            };
+            let settle = Duration::from_millis(round % 3);
+            queued_before_first_read(&l, send, settle, move |mut s| {
+                let mut buf = vec![0u8; 64 * 1024];
+                assert_eq!(s.read(&mut buf).unwrap(), 5, "round {round}");
+                assert_eq!(&buf[..5], b"hello");
+                let n = s
+                    .read(&mut buf)
+                    .unwrap_or_else(|e| panic!("round {round}: EOF expected, got {e}"));
+                assert_eq!(n, 0, "round {round}");
             });
-            let _s = client.join().unwrap();
-            let (mut s, _) = l.accept().unwrap();
-            // Let the registration's event reach the descriptor before the first read.
-            goro::time::sleep(Duration::from_millis(round % 3));
-            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            let mut buf = vec![0u8; 64 * 1024];
-            assert_eq!(s.read(&mut buf).unwrap(), 5, "round {round}");
-            assert_eq!(&buf[..5], b"hello");
-            let n = s
-                .read(&mut buf)
-                .unwrap_or_else(|e| panic!("round {round}: EOF expected, got {e}"));
-            assert_eq!(n, 0, "round {round}");
         }
     });
 }
@@ -150,22 +145,13 @@ fn data_and_fin_before_the_first_read() {
 #[test]
 fn urgent_data_does_not_strand_the_rest() {
     with_timeout(T, || {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = l.local_addr().unwrap();
-        let client = goro::go!(move || {
-            let mut s = TcpStream::connect(addr).unwrap();
+        let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+        let send = |s: &mut TcpStream| {
             s.write_all(b"ab").unwrap();
-            socket2::SockRef::from(&s).send_out_of_band(b"!").unwrap();
+            socket2::SockRef::from(&*s).send_out_of_band(b"!").unwrap();
             s.write_all(b"cd").unwrap();
-            s
-        });
-        let _c = client.join().unwrap();
-        let got = goro::go!(move || {
-            let (mut s, _) = l.accept().unwrap();
-            // Let the registration's event reach the descriptor before the first read
-            // (this coroutine's M goes idle and polls).
-            goro::time::sleep(Duration::from_millis(20));
-            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        };
+        let got = queued_before_first_read(&l, send, Duration::from_millis(20), |mut s| {
             let mut got = Vec::new();
             let mut buf = vec![0u8; 64 * 1024];
             while got.len() < 4 {
@@ -176,11 +162,42 @@ fn urgent_data_does_not_strand_the_rest() {
                 got.extend_from_slice(&buf[..n]);
             }
             got
-        })
-        .join()
-        .unwrap();
+        });
         assert_eq!(got, b"abcd");
     });
+}
+
+/// Connects to `l`, runs `send` on the client's stream and waits for it, so that what
+/// it sent is queued at the server before the server reads. Then, in a coroutine:
+/// accepts, sleeps `settle` (its M goes idle and polls, so the registration's edge can
+/// reach the descriptor before the first read), sets a 5 s read timeout (a hang
+/// becomes a failure) and returns `check` of the server's stream. The client's stream
+/// stays open until then.
+fn queued_before_first_read<R: Send + 'static>(
+    l: &Arc<TcpListener>,
+    send: fn(&mut TcpStream),
+    settle: Duration,
+    check: impl FnOnce(TcpStream) -> R + Send + 'static,
+) -> R {
+    let addr = l.local_addr().unwrap();
+    let client = goro::go!(move || {
+        let mut s = TcpStream::connect(addr).unwrap();
+        send(&mut s);
+        s
+    })
+    .join()
+    .unwrap();
+    let l = l.clone();
+    let r = goro::go!(move || {
+        let (s, _) = l.accept().unwrap();
+        goro::time::sleep(settle);
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        check(s)
+    })
+    .join()
+    .unwrap_or_else(|p| std::panic::resume_unwind(p));
+    drop(client);
+    r
 }
 
 /// A burst of connects before anyone accepts fits in the listener's backlog (the
