@@ -52,6 +52,8 @@ fn tick_ticks_and_drops_missed_ticks() {
 #[test]
 fn never_never_receives() {
     let rx = never::<u8>();
+    // A nil channel's capacity is 0 (issue 13: it said 1).
+    assert_eq!(rx.capacity(), 0);
     assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
     assert_eq!(
         rx.recv_timeout(Duration::from_millis(5)),
@@ -115,5 +117,63 @@ fn no_stale_tick_after_stop_or_reset() {
         };
         check();
         goro::go!(check).join().unwrap();
+    });
+}
+
+/// Go 1.23: an expired timer channel is ready at once to a `select!` with `default`
+/// and to `try_recv`, whether or not the runtime timer has fired yet (issue 13: 0 of
+/// 100 `after(ZERO)` were), and it delivers exactly one value.
+#[test]
+fn expired_timer_channels_are_ready_at_once() {
+    with_timeout(T, || {
+        let check = || {
+            for _ in 0..100 {
+                let rx = after(Duration::ZERO);
+                let ready = goro::select! {
+                    recv(rx) -> v => v.is_ok(),
+                    default => false,
+                };
+                assert!(ready, "after(0) not ready to a select with default");
+                assert_eq!(rx.try_recv(), Err(TryRecvError::Empty), "a second value");
+            }
+            let rx = after(Duration::ZERO);
+            assert!(rx.try_recv().is_ok(), "after(0) not ready to try_recv");
+            let rx = after(Duration::from_millis(5));
+            std::thread::sleep(Duration::from_millis(10)); // the M, not the timer, runs
+            assert!(rx.try_recv().is_ok(), "an expired after(5ms) not ready");
+        };
+        check();
+        goro::go!(check).join().unwrap();
+    });
+}
+
+/// Go 1.23: the value is the instant the timer was due, not when its firing ran, so
+/// a late reader still learns when the deadline was; ticks are a whole number of
+/// periods apart.
+#[test]
+fn timer_channels_send_the_scheduled_instant() {
+    with_timeout(T, || {
+        let before = Instant::now();
+        let rx = after(Duration::from_millis(10));
+        let after_call = Instant::now();
+        std::thread::sleep(Duration::from_millis(40));
+        let at = rx.recv().unwrap();
+        let d = Duration::from_millis(10);
+        assert!(
+            at >= before + d && at <= after_call + d,
+            "{:?} after the call",
+            at - before
+        );
+        let period = Duration::from_millis(3);
+        let rx = tick(period);
+        let first = rx.recv().unwrap();
+        for _ in 0..4 {
+            let next = rx.recv().unwrap();
+            let gap = (next - first).as_nanos();
+            assert!(
+                gap > 0 && gap % period.as_nanos() == 0,
+                "ticks {gap} ns apart"
+            );
+        }
     });
 }

@@ -21,8 +21,17 @@
 //!
 //! `close` (or dropping the last `Sender`, or the last `Receiver`) closes the channel
 //! and wakes every waiter: receivers drain what is buffered, then get `RecvError`;
-//! senders get their value back in `SendError`. Closing twice is not an error. The
-//! timer channels ([`after`], [`tick`], [`never`]) never close.
+//! senders get their value back in `SendError`. Closing twice is not an error. When
+//! the last `Receiver` goes, nobody can receive what is buffered: it is dropped then,
+//! not when the last `Sender` goes. The timer channels ([`after`], [`tick`],
+//! [`never`]) have no `Sender` and never close.
+//!
+//! # Timer channels
+//!
+//! A timer channel carries a [`TimerHook`] that every receive (plain, non-blocking or
+//! in a `select!`) runs before it looks at the channel: if the timer is due, its value
+//! is delivered right there instead of waiting for the runtime timer to fire (Go
+//! 1.23's synchronous timer channels). So `after(Duration::ZERO)` is ready at once.
 
 mod errors;
 pub(crate) mod select;
@@ -58,12 +67,18 @@ pub(crate) struct Chan<T> {
     lock: SpinLock,
     state: UnsafeCell<State<T>>,
     cap: usize,
-    /// Live `Sender`s and `Receiver`s; the last of either closes the channel (unless
-    /// `keep_open`).
+    /// Live `Sender`s and `Receiver`s; the last of either closes the channel. Written
+    /// by handles' clone and drop; read only by those (and `Sender::receiver_count`).
     senders: AtomicUsize,
     receivers: AtomicUsize,
-    /// Timer channels never close.
-    keep_open: bool,
+    /// A timer channel's timer (see "timer channels").
+    timer: Option<Arc<dyn TimerHook>>,
+}
+
+/// What a timer channel's timer does for its receivers (see "timer channels").
+pub(crate) trait TimerHook: Send + Sync {
+    /// Sends the timer's value now if it is due. Called with no channel lock held.
+    fn deliver_due(&self);
 }
 
 // SAFETY: the state is only touched under `lock`; values of T move between threads,
@@ -78,7 +93,8 @@ pub(crate) struct Locked<'a, T> {
 }
 
 impl<T> Chan<T> {
-    fn new(cap: usize, keep_open: bool) -> Chan<T> {
+    /// A channel with one `Receiver` and `senders` `Sender`s (0 for a timer channel).
+    pub(crate) fn new(cap: usize, senders: usize, timer: Option<Arc<dyn TimerHook>>) -> Chan<T> {
         Chan {
             lock: SpinLock::new(),
             state: UnsafeCell::new(State {
@@ -88,10 +104,50 @@ impl<T> Chan<T> {
                 recvq: WaitQueue::new(),
             }),
             cap,
-            senders: AtomicUsize::new(1),
+            senders: AtomicUsize::new(senders),
             receivers: AtomicUsize::new(1),
-            keep_open,
+            timer,
         }
+    }
+
+    /// Before a receive looks at the channel: a due timer delivers its value.
+    #[inline]
+    fn deliver_due(&self) {
+        if let Some(t) = &self.timer {
+            t.deliver_due();
+        }
+    }
+
+    /// Sends `v` if that can be done without waiting (Go: chansend with block=false).
+    pub(crate) fn try_send(&self, v: T) -> TrySend<T> {
+        let mut wake = None;
+        let r = {
+            let l = self.locked();
+            try_send_locked(self.cap, l.state(), v, &mut wake)
+        };
+        if let Some(u) = wake {
+            u.unpark();
+        }
+        r
+    }
+
+    /// Receives if that can be done without waiting (Go: chanrecv with block=false).
+    /// A due timer value is not delivered first: `Receiver::try_recv` does that.
+    pub(crate) fn try_recv(&self) -> TryRecv<T> {
+        let mut wake = None;
+        let r = {
+            let l = self.locked();
+            try_recv_locked(self.cap, l.state(), &mut wake)
+        };
+        if let Some(u) = wake {
+            u.unpark();
+        }
+        r
+    }
+
+    /// Takes everything buffered (the last receiver is gone; nobody can receive it).
+    fn take_buffered(&self) -> VecDeque<T> {
+        std::mem::take(&mut self.locked().state().buf)
     }
 
     fn locked(&self) -> Locked<'_, T> {
@@ -225,14 +281,7 @@ fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>
 /// Creates a channel of capacity `cap`; `cap == 0` is a rendezvous channel (a send
 /// completes only when a receiver takes the value).
 pub fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(cap, false));
-    (Sender { chan: chan.clone() }, Receiver { chan })
-}
-
-/// A channel that never closes (for the timer channels): its sender count may drop to
-/// zero without closing it.
-pub(crate) fn channel_keep_open<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
-    let chan = Arc::new(Chan::new(cap, true));
+    let chan = Arc::new(Chan::new(cap, 1, None));
     (Sender { chan: chan.clone() }, Receiver { chan })
 }
 
@@ -258,16 +307,13 @@ impl<T> Sender<T> {
     }
 
     /// Sends `v` if that can be done without waiting.
+    ///
+    /// A preemption point, as `select!` with `default` is: a coroutine that spins on
+    /// `try_send` yields once it has run too long, so the coroutine it waits for gets
+    /// to run even with one P.
     pub fn try_send(&self, v: T) -> Result<(), TrySendError<T>> {
-        let mut wake = None;
-        let r = {
-            let l = self.chan.locked();
-            try_send_locked(self.chan.cap, l.state(), v, &mut wake)
-        };
-        if let Some(u) = wake {
-            u.unpark();
-        }
-        match r {
+        goro_runtime::preempt_point();
+        match self.chan.try_send(v) {
             TrySend::Sent => Ok(()),
             TrySend::Full(v) => Err(TrySendError::Full(v)),
             TrySend::Closed(v) => Err(TrySendError::Closed(v)),
@@ -349,11 +395,6 @@ impl<T> Sender<T> {
         self.chan.cap
     }
 
-    /// Live receivers (0 once they are all dropped).
-    pub(crate) fn receiver_count(&self) -> usize {
-        self.chan.receivers.load(Ordering::Relaxed)
-    }
-
     /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
     #[doc(hidden)]
     pub fn __as_sender(&self) -> &Sender<T> {
@@ -410,16 +451,12 @@ impl<T> Receiver<T> {
     }
 
     /// Receives a value if one is available now.
+    ///
+    /// A preemption point, as `try_send` is.
     pub fn try_recv(&self) -> Result<T, TryRecvError> {
-        let mut wake = None;
-        let r = {
-            let l = self.chan.locked();
-            try_recv_locked(self.chan.cap, l.state(), &mut wake)
-        };
-        if let Some(u) = wake {
-            u.unpark();
-        }
-        match r {
+        goro_runtime::preempt_point();
+        self.chan.deliver_due();
+        match self.chan.try_recv() {
             TryRecv::Got(v) => Ok(v),
             TryRecv::Empty => Err(TryRecvError::Empty),
             TryRecv::Closed => Err(TryRecvError::Closed),
@@ -434,6 +471,7 @@ impl<T> Receiver<T> {
     fn recv_deadline(&self, deadline: Option<Option<Instant>>) -> Result<T, RecvTimeoutError> {
         goro_runtime::preempt_point();
         let chan = &*self.chan;
+        chan.deliver_due();
         let mut wake = None;
         let l = chan.locked();
         match try_recv_locked(chan.cap, l.state(), &mut wake) {
@@ -524,7 +562,7 @@ impl<T> Clone for Receiver<T> {
 impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         // AcqRel: the last sender's close must see every other sender's sends.
-        if self.chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 && !self.chan.keep_open {
+        if self.chan.senders.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.chan.close();
         }
     }
@@ -533,8 +571,11 @@ impl<T> Drop for Sender<T> {
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         // AcqRel: as for `Sender`'s drop.
-        if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 && !self.chan.keep_open {
+        if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.chan.close();
+            // Dropped here, after the unlock: a value's destructor may use channels,
+            // this one included.
+            drop(self.chan.take_buffered());
         }
     }
 }

@@ -5,8 +5,9 @@
 //! 2. The arms are polled in a random order: the first that can complete now does,
 //!    so among ready arms each is chosen uniformly at random.
 //! 3. If none is ready: with `default`, unlock and take it. Otherwise link one sudog
-//!    per arm, all sharing one `SelectState`, and park (with a deadline for
-//!    `default(timeout)`); the channels are unlocked after the switch.
+//!    per arm, all sharing one `SelectState`, in the same random order (so a parked
+//!    select whose arms share a channel is as fair as a polling one), and park (with
+//!    a deadline for `default(timeout)`); the channels are unlocked after the switch.
 //! 4. The first counterpart to win the state's `winner` word by CAS completes its arm
 //!    and wakes the selector; counterparts that find it taken skip that sudog.
 //! 5. Awake, the selector locks the channels again and unlinks its losing sudogs.
@@ -48,6 +49,9 @@ pub enum SelectDefault {
 pub unsafe trait SelectArm {
     /// The channel's address (the lock order).
     fn chan_addr(&self) -> usize;
+    /// Runs before the channels are locked: a receive from a timer channel delivers a
+    /// due value (see "timer channels" in `chan`).
+    fn before_lock(&self) {}
     /// Locks the channel.
     fn lock(&self);
     /// Unlocks the channel.
@@ -104,6 +108,9 @@ impl<'a, T> RecvArm<'a, T> {
 unsafe impl<T> SelectArm for RecvArm<'_, T> {
     fn chan_addr(&self) -> usize {
         &*self.rx.chan as *const super::Chan<T> as usize
+    }
+    fn before_lock(&self) {
+        self.rx.chan.deliver_due();
     }
     fn lock(&self) {
         self.rx.chan.raw_lock();
@@ -289,6 +296,9 @@ pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize 
         }
     };
 
+    for arm in arms.iter() {
+        arm.before_lock();
+    }
     lock_all(arms);
     for &i in poll_order.iter() {
         // SAFETY: all channels are locked.
@@ -305,14 +315,18 @@ pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize 
         return n;
     }
 
-    // Block: link a sudog per arm and park; the channels unlock after the switch.
+    // Block: link a sudog per arm and park; the channels unlock after the switch. The
+    // sudogs are linked in the poll order, not the arms' order: arms on one channel
+    // then sit in its queue in a random order, and the counterpart that takes the
+    // queue's head picks among them fairly (Go: selectgo, "to permute cases on the
+    // same channel").
     let state = SelectState::new();
     // SAFETY: nobody else can see `state` before the enqueues below.
     unsafe { *state.unparker.get() = Some(park::prepare()) };
-    for (i, arm) in arms.iter_mut().enumerate() {
+    for &i in poll_order.iter() {
         // SAFETY: all channels are locked; `state` lives on this frame until after
         // every sudog has been unlinked below.
-        unsafe { arm.enqueue(&state, i) };
+        unsafe { arms[i as usize].enqueue(&state, i as usize) };
     }
     match default {
         SelectDefault::Until(Some(deadline)) => {
@@ -390,22 +404,22 @@ macro_rules! __goro_select {
     (@munch [$($arms:tt)*] [$($def:tt)*] , $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)*] [$($def)*] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr) -> $res:pat => $body:block $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)* (recv ($rx) $res => $body)] [$($def)*] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)* (recv ($rx) $res => $body)] [$($def)*] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr) -> $res:pat => $body:expr) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] recv($rx:expr $(,)?) -> $res:pat => $body:expr) => {
         $crate::__goro_select!(@munch [$($arms)* (recv ($rx) $res => $body)] [$($def)*])
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr) -> $res:pat => $body:block $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr $(,)?) -> $res:pat => $body:block $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)* (send ($tx, $v) $res => $body)] [$($def)*] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr) -> $res:pat => $body:expr, $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr $(,)?) -> $res:pat => $body:expr, $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)* (send ($tx, $v) $res => $body)] [$($def)*] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr) -> $res:pat => $body:expr) => {
+    (@munch [$($arms:tt)*] [$($def:tt)*] send($tx:expr, $v:expr $(,)?) -> $res:pat => $body:expr) => {
         $crate::__goro_select!(@munch [$($arms)* (send ($tx, $v) $res => $body)] [$($def)*])
     };
     (@munch [$($arms:tt)*] [] default => $body:block $($rest:tt)*) => {
@@ -417,13 +431,13 @@ macro_rules! __goro_select {
     (@munch [$($arms:tt)*] [] default => $body:expr) => {
         $crate::__goro_select!(@munch [$($arms)*] [(now) $body])
     };
-    (@munch [$($arms:tt)*] [] default($t:expr) => $body:block $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [] default($t:expr $(,)?) => $body:block $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)*] [(after $t) $body] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [] default($t:expr) => $body:expr, $($rest:tt)*) => {
+    (@munch [$($arms:tt)*] [] default($t:expr $(,)?) => $body:expr, $($rest:tt)*) => {
         $crate::__goro_select!(@munch [$($arms)*] [(after $t) $body] $($rest)*)
     };
-    (@munch [$($arms:tt)*] [] default($t:expr) => $body:expr) => {
+    (@munch [$($arms:tt)*] [] default($t:expr $(,)?) => $body:expr) => {
         $crate::__goro_select!(@munch [$($arms)*] [(after $t) $body])
     };
     (@munch [$($arms:tt)*] [$($def:tt)+] default $($rest:tt)*) => {
@@ -450,8 +464,15 @@ macro_rules! __goro_select {
     (@bind [$($bound:tt)*] [$($more:tt)+] [$($def:tt)*] ()) => {
         compile_error!("select!: at most 32 arms")
     };
-    (@bind [$(($c:ident $a:ident $kind:ident $args:tt $res:pat => $body:tt))*] [] [$($def:tt)*] ($($names:tt)*)) => {{
-        $( $crate::__goro_select!(@chan $c $kind $args); )*
+    (@bind [$(($c:ident $a:ident $kind:ident $args:tt $res:pat => $body:tt))*] [] [$($def:tt)*] ($($names:tt)*)) => {
+        // The channels are borrowed in a match's scrutinee, not in `let`s, so that
+        // temporaries in an arm's channel expression (`recv(opt.unwrap_or(&never()))`)
+        // live until the select has finished.
+        match ($( $crate::__goro_select!(@chan $kind $args), )*) {
+            ($( $c, )*) => $crate::__goro_select!(@run [$(($c $a $kind $args $res => $body))*] [$($def)*]),
+        }
+    };
+    (@run [$(($c:ident $a:ident $kind:ident $args:tt $res:pat => $body:tt))*] [$($def:tt)*]) => {{
         $( let mut $a = $crate::__goro_select!(@arm $c $kind $args); )*
         let __index = {
             let __arms: &mut [&mut dyn $crate::chan::__private::SelectArm] =
@@ -474,8 +495,8 @@ macro_rules! __goro_select {
         }
     }};
 
-    (@chan $c:ident recv ($rx:expr)) => { let $c = &$rx; };
-    (@chan $c:ident send ($tx:expr, $v:expr)) => { let $c = &$tx; };
+    (@chan recv ($rx:expr)) => { &$rx };
+    (@chan send ($tx:expr, $v:expr)) => { &$tx };
     (@arm $c:ident recv ($rx:expr)) => { $crate::chan::__private::RecvArm::new($c.__as_receiver()) };
     (@arm $c:ident send ($tx:expr, $v:expr)) => { $crate::chan::__private::SendArm::new($c.__as_sender(), $v) };
     (@default) => { $crate::chan::__private::SelectDefault::Block };

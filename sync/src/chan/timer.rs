@@ -1,85 +1,177 @@
 //! Timer channels: [`after`], [`tick`], [`never`], and [`Ticker`].
 //!
-//! They are channels of capacity 1 fed by runtime timers (`goro_runtime::time::
-//! RawTimer`), whose functions do a non-blocking send: a tick that finds the channel
-//! full is dropped, as Go's ticker drops ticks a slow reader misses. They never close.
+//! They follow Go 1.23's timer channels:
+//!
+//! - **Synchronous.** A timer channel has no `Sender`; its [`Schedule`] is the channel's
+//!   [`TimerHook`], which every receive runs first: a due value is delivered on the
+//!   spot. So an expired timer channel is ready to a `select!` with `default`, or a
+//!   `try_recv`, at once, even if the runtime timer has not fired yet (and
+//!   `after(Duration::ZERO)` is always ready). The runtime timer delivers the value
+//!   when nobody is receiving, for a receiver that parks.
+//! - **The value is the scheduled instant**, not the moment the firing code ran: `after(d)`
+//!   sends `start + d`, a ticker `start + k × period`.
+//! - **Missed ticks are dropped.** The channel buffers one value; a tick that finds it
+//!   full is dropped, and the next tick is the first one after now (as the runtime
+//!   heap's rule for periodic timers: one step past missed periods).
+//! - **No stale values after `stop` / `reset`.** Both hold the schedule's lock while they
+//!   change it and drain the channel; a delivery happens under the same lock, so a
+//!   firing from before either finds nothing due.
+//! - **Collected with their channel.** When the last receiver (and the [`Ticker`]) is
+//!   gone, the schedule is dropped and stops its runtime timer.
+//!
+//! Lock order: the schedule's lock, then the channel's lock.
 
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use goro_runtime::time::{RawTimer, WeakRawTimer};
+use goro_runtime::time::RawTimer;
 
-use super::{channel_keep_open, Receiver, RecvError, Sender};
+use super::{Chan, Receiver, RecvError, TimerHook, TryRecv};
 
-/// A channel that receives the current time once, after `d` (Go: `time.After`).
+/// A channel that receives once, `d` from now, the instant it was due (Go:
+/// `time.After`).
+///
+/// A `Duration` too large to add to now means never. Dropping the receiver stops the
+/// timer.
 pub fn after(d: Duration) -> Receiver<Instant> {
-    let (tx, rx) = channel_keep_open(1);
-    // The timer holds the sender; once it has fired it is dropped with it.
-    let t = RawTimer::new(move || {
-        let _ = tx.try_send(Instant::now());
-    });
-    t.reset(d);
-    rx
+    timer_channel(start_after(d), None).0
 }
 
-/// A channel that receives the time every `d`, dropping ticks a slow reader misses
-/// (Go: `time.Tick`). The ticking stops once every receiver is dropped.
+/// A channel that receives every `d`, starting `d` from now, the instant each tick was
+/// due; ticks a slow reader misses are dropped (Go: `time.Tick`). The ticking stops
+/// once every receiver is dropped.
 ///
 /// # Panics
 ///
-/// If `d` is zero.
+/// If `d` is zero: "non-positive interval for tick". This is a deliberate difference
+/// from Go, whose `time.Tick(0)` returns a nil channel that blocks forever: a silent
+/// hang is the worst way to report a bad interval. A caller that wants Go's behaviour
+/// writes `if d.is_zero() { never() } else { tick(d) }`.
 pub fn tick(d: Duration) -> Receiver<Instant> {
     assert!(!d.is_zero(), "non-positive interval for tick");
-    let (tx, rx) = channel_keep_open(1);
-    let me: Arc<OnceLock<WeakRawTimer>> = Arc::default();
-    let me2 = me.clone();
-    let t = RawTimer::new(move || {
-        if tx.receiver_count() == 0 {
-            if let Some(w) = me2.get() {
-                w.stop();
+    timer_channel(start_after(d), Some(d)).0
+}
+
+/// A channel that never receives anything (Go: a nil channel in a select). Its
+/// capacity is 0, as `cap` of a nil channel is.
+pub fn never<T>() -> Receiver<T> {
+    Receiver {
+        chan: Arc::new(Chan::new(0, 0, None)),
+    }
+}
+
+/// `now + d`, or an instant far enough to be never (35 000 years) if that overflows.
+fn start_after(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(1 << 40))
+}
+
+/// A timer channel of capacity 1, armed for `at` (then every `period`), and its schedule.
+fn timer_channel(at: Instant, period: Option<Duration>) -> (Receiver<Instant>, Arc<Schedule>) {
+    let mut schedule = None;
+    let chan = Arc::new_cyclic(|chan: &Weak<Chan<Instant>>| {
+        let s = Arc::new_cyclic(|me: &Weak<Schedule>| {
+            let me = me.clone();
+            Schedule {
+                chan: chan.clone(),
+                next: Mutex::new(Next { at: None, period }),
+                timer: RawTimer::new(move || {
+                    if let Some(s) = me.upgrade() {
+                        s.deliver_due();
+                    }
+                }),
             }
+        });
+        schedule = Some(s.clone());
+        Chan::new(1, 0, Some(s as Arc<dyn TimerHook>))
+    });
+    let schedule = schedule.expect("new_cyclic ran its closure");
+    schedule.arm(&mut schedule.lock(), at, period);
+    (Receiver { chan }, schedule)
+}
+
+/// A timer channel's timer: when its next value is due, and the runtime timer that
+/// delivers it to a parked receiver.
+struct Schedule {
+    chan: Weak<Chan<Instant>>,
+    /// Held while a value is delivered and while `stop` / `reset` change the schedule
+    /// and drain the channel (see the module doc).
+    next: Mutex<Next>,
+    timer: RawTimer,
+}
+
+struct Next {
+    /// The instant the next value is due; `None` when stopped (or a one-shot fired).
+    at: Option<Instant>,
+    period: Option<Duration>,
+}
+
+impl Schedule {
+    fn lock(&self) -> MutexGuard<'_, Next> {
+        self.next.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sets the schedule and arms the runtime timer for it (schedule lock held).
+    fn arm(&self, next: &mut Next, at: Instant, period: Option<Duration>) {
+        next.at = Some(at);
+        next.period = period;
+        self.timer.reset_at(at, period);
+    }
+
+    /// Stops the schedule and drains the channel (schedule lock held): no value from
+    /// before can be received after this.
+    fn disarm(&self, next: &mut Next) {
+        next.at = None;
+        self.timer.stop();
+        if let Some(chan) = self.chan.upgrade() {
+            while let TryRecv::Got(_) = chan.try_recv() {}
+        }
+    }
+}
+
+impl TimerHook for Schedule {
+    fn deliver_due(&self) {
+        let mut next = self.lock();
+        let Some(at) = next.at else { return };
+        let now = Instant::now();
+        if at > now {
             return;
         }
-        let _ = tx.try_send(Instant::now());
-    });
-    let _ = me.set(t.downgrade());
-    t.reset_at(start_after(d), Some(d));
-    rx
+        next.at = next.period.and_then(|p| first_tick_after(at, p, now));
+        if let Some(chan) = self.chan.upgrade() {
+            // Full: a slow reader missed this tick; it is dropped (Go's ticker rule).
+            let _ = chan.try_send(at);
+        }
+    }
 }
 
-/// A channel that never receives anything (Go: a nil channel in a select).
-pub fn never<T>() -> Receiver<T> {
-    let (tx, rx) = channel_keep_open(1);
-    drop(tx);
-    rx
+impl Drop for Schedule {
+    fn drop(&mut self) {
+        // The channel is gone: nobody can receive what the timer would send.
+        self.timer.stop();
+    }
 }
 
-fn start_after(d: Duration) -> Instant {
-    Instant::now()
-        .checked_add(d)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 40))
+/// The first `at + k × period` (k ≥ 1) after `now`; `None` if that is past the end of
+/// time (then the ticker never ticks again).
+fn first_tick_after(at: Instant, period: Duration, now: Instant) -> Option<Instant> {
+    let p = period.as_nanos();
+    let k = now.saturating_duration_since(at).as_nanos() / p + 1;
+    let step = p.checked_mul(k)?;
+    let step = Duration::new(
+        u64::try_from(step / 1_000_000_000).ok()?,
+        (step % 1_000_000_000) as u32,
+    );
+    at.checked_add(step)
 }
 
-/// A ticker: a channel that receives the time every period (Go: `time.Ticker`), with
-/// Go 1.23's guarantee that once [`stop`](Ticker::stop) or [`reset`](Ticker::reset)
-/// returns, no tick from before it can be received.
+/// A ticker: a channel that receives, every period, the instant the tick was due (Go:
+/// `time.Ticker`), with Go 1.23's guarantee that once [`stop`](Ticker::stop) or
+/// [`reset`](Ticker::reset) returns, no tick from before it can be received.
 pub struct Ticker {
     rx: Receiver<Instant>,
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    tx: Sender<Instant>,
-    /// Held by a firing while it sends, and by stop/reset while they drain: a firing
-    /// that started before a stop either sends before the drain or sees the new
-    /// generation and sends nothing.
-    state: Mutex<State>,
-}
-
-struct State {
-    /// Bumped by every stop and reset; a timer fires for the generation it was armed in.
-    generation: u64,
-    timer: Option<RawTimer>,
+    schedule: Arc<Schedule>,
 }
 
 impl Ticker {
@@ -90,20 +182,11 @@ impl Ticker {
     /// If `period` is zero ("non-positive interval for Ticker::new", as Go's NewTicker).
     pub fn new(period: Duration) -> Ticker {
         assert!(!period.is_zero(), "non-positive interval for Ticker::new");
-        let (tx, rx) = channel_keep_open(1);
-        let shared = Arc::new(Shared {
-            tx,
-            state: Mutex::new(State {
-                generation: 0,
-                timer: None,
-            }),
-        });
-        let t = Ticker { rx, shared };
-        t.rearm(period);
-        t
+        let (rx, schedule) = timer_channel(start_after(period), Some(period));
+        Ticker { rx, schedule }
     }
 
-    /// Waits for the next tick and returns its time.
+    /// Waits for the next tick and returns the instant it was due.
     pub fn recv(&self) -> Instant {
         match self.rx.recv() {
             Ok(t) => t,
@@ -118,12 +201,7 @@ impl Ticker {
 
     /// Stops the ticker; no tick from before this call will be received.
     pub fn stop(&self) {
-        let mut st = self.lock();
-        if let Some(t) = st.timer.take() {
-            t.stop();
-        }
-        st.generation += 1;
-        self.drain();
+        self.schedule.disarm(&mut self.schedule.lock());
     }
 
     /// Makes the ticker fire every `period` from now on; no tick from before this call
@@ -134,35 +212,10 @@ impl Ticker {
     /// If `period` is zero ("non-positive interval for Ticker::reset").
     pub fn reset(&self, period: Duration) {
         assert!(!period.is_zero(), "non-positive interval for Ticker::reset");
-        self.rearm(period);
-    }
-
-    fn rearm(&self, period: Duration) {
-        let mut st = self.lock();
-        if let Some(t) = st.timer.take() {
-            t.stop();
-        }
-        st.generation += 1;
-        self.drain();
-        let generation = st.generation;
-        let weak: Weak<Shared> = Arc::downgrade(&self.shared);
-        let t = RawTimer::new(move || {
-            let Some(shared) = weak.upgrade() else { return };
-            let st = shared.state.lock().unwrap_or_else(|e| e.into_inner());
-            if st.generation == generation {
-                let _ = shared.tx.try_send(Instant::now());
-            }
-        });
-        t.reset_at(start_after(period), Some(period));
-        st.timer = Some(t);
-    }
-
-    fn drain(&self) {
-        while self.rx.try_recv().is_ok() {}
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.shared.state.lock().unwrap_or_else(|e| e.into_inner())
+        let mut next = self.schedule.lock();
+        self.schedule.disarm(&mut next);
+        self.schedule
+            .arm(&mut next, start_after(period), Some(period));
     }
 }
 
@@ -175,5 +228,22 @@ impl Drop for Ticker {
 impl std::fmt::Debug for Ticker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ticker").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_tick_after_skips_missed_ticks() {
+        let t0 = Instant::now();
+        let ms = Duration::from_millis;
+        assert_eq!(first_tick_after(t0, ms(10), t0), Some(t0 + ms(10)));
+        assert_eq!(first_tick_after(t0, ms(10), t0 + ms(9)), Some(t0 + ms(10)));
+        assert_eq!(first_tick_after(t0, ms(10), t0 + ms(10)), Some(t0 + ms(20)));
+        assert_eq!(first_tick_after(t0, ms(10), t0 + ms(35)), Some(t0 + ms(40)));
+        // Past the end of time: never again, not a wrapped instant.
+        assert_eq!(first_tick_after(t0, Duration::MAX, t0), None);
     }
 }
