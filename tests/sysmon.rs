@@ -570,6 +570,15 @@ fn deadlock_not_reported_during_a_blocking_call() {
     assert!(!stderr(&o).contains("deadlock"));
 }
 
+/// A plain thread in a timed wait will wake up: it is not a deadlock, even when every
+/// coroutine is parked or gone (issue 13: this exited 2).
+#[test]
+fn deadlock_not_reported_while_a_thread_waits_with_a_timeout() {
+    let o = run_scenario("thread_timed_wait", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
+}
+
 #[test]
 fn sigquit_prints_the_dump_and_exits_2() {
     let o = run_scenario("sigquit", &[]);
@@ -641,6 +650,10 @@ fn scenario_child() {
     });
     match scenario.as_str() {
         "deadlock" => {
+            // Timer channels nobody can receive from any more: their timers stop with
+            // them (Go 1.23), so they do not keep the check off either.
+            drop(goro::chan::after(Duration::from_secs(3600)));
+            drop(goro::chan::tick(Duration::from_secs(3600)));
             // First an M waits on the runtime inside a blocking call: that must not
             // keep the check off later.
             let (tx, rx) = goro::chan::channel::<()>(0);
@@ -687,6 +700,22 @@ fn scenario_child() {
             goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_millis(600))))
                 .join()
                 .unwrap();
+        }
+        "thread_timed_wait" => {
+            // The only coroutine has finished; the main thread waits with a deadline.
+            goro::go!(|| ()).join().unwrap();
+            let (_tx, rx) = goro::chan::channel::<()>(0);
+            let r = rx.recv_timeout(Duration::from_millis(400));
+            assert_eq!(r, Err(goro::chan::RecvTimeoutError::Timeout));
+            // A coroutine parked with no deadline, woken by the thread after its own
+            // timed wait ends: no deadlock in between either.
+            let (wake, parked) = goro::chan::channel::<u32>(0);
+            let h = goro::go!(move || parked.recv().unwrap());
+            let (_tx2, rx2) = goro::chan::channel::<()>(0);
+            let r = rx2.recv_timeout(Duration::from_millis(400));
+            assert_eq!(r, Err(goro::chan::RecvTimeoutError::Timeout));
+            wake.send(7).unwrap();
+            assert_eq!(h.join().unwrap(), 7);
         }
         "sigquit" => {
             let _n = goro::Builder::new()

@@ -481,6 +481,10 @@ pub fn park_timeout(reason: WaitReason, deadline: Instant) -> bool {
 
 /// A plain thread's timed park: sleeps in `thread::park_timeout` until woken or the
 /// deadline, when it wakes its own wait (and so wins unless an unparker got there).
+///
+/// The thread does not count as waiting for the deadlock check: its deadline is a
+/// wake-up on its way, as a coroutine's pending timer is, and the thread may go on to
+/// wake everyone else.
 fn park_thread_timeout<F: FnOnce()>(deadline: Instant, commit: F) -> bool {
     commit();
     THREAD_WAITER.with(|t| {
@@ -488,7 +492,6 @@ fn park_thread_timeout<F: FnOnce()>(deadline: Instant, commit: F) -> bool {
             return false;
         }
         let seq = t.cell.seq();
-        let _w = Waiting::new(t);
         loop {
             if t.cell.is_notified() {
                 return false;

@@ -26,7 +26,9 @@
 //!
 //! When every P is idle, nothing is queued, no coroutine is in a blocking call, no
 //! timer is pending, no socket is registered, and every plain thread the runtime knows
-//! (one that has waited on it) is waiting on it, nothing can ever wake anything:
+//! (one that has waited on it) is waiting on it with no deadline, nothing can ever
+//! wake anything (a coroutine's deadline is a pending timer; a thread's is a thread
+//! that will wake up, so a thread in a timed wait never counts as waiting):
 //! `fatal error: all coroutines are asleep - deadlock!`, the dump, exit status 2. The
 //! condition must hold twice, [`DEADLOCK_GRACE_NS`] apart, with no scheduling in
 //! between. A thread the runtime has never seen cannot be counted: a program whose
