@@ -480,3 +480,163 @@ fn round_trips_with_read_timeouts_never_stall() {
         }
     });
 }
+
+/// Polls the coroutine dump until every coroutine named in `names` is parked in
+/// `[io read]` (bounded: panics after 10 s).
+fn wait_parked_in_read(names: &[&str]) {
+    let start = Instant::now();
+    loop {
+        let d = goro::debug::dump();
+        if names
+            .iter()
+            .all(|n| d.lines().any(|l| l.contains(&format!("('{n}') [io read"))))
+        {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "not all of {names:?} parked in io read:\n{d}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Spawns a named coroutine that runs `f` once and sends its result on `tx`.
+fn named<R: Send + 'static>(
+    name: &str,
+    tx: &goro::chan::Sender<(String, R)>,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> goro::JoinHandle<()> {
+    let tx = tx.clone();
+    let me = name.to_string();
+    goro::Builder::new()
+        .name(name)
+        .spawn(move || tx.send((me, f())).unwrap())
+        .unwrap()
+}
+
+/// Receives `n` results, failing (not hanging) if a waiter was lost.
+fn results<R>(rx: &goro::chan::Receiver<(String, R)>, n: usize) -> Vec<(String, R)> {
+    (0..n)
+        .map(|i| {
+            rx.recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("result {i} of {n} never came: a lost waiter"))
+        })
+        .collect()
+}
+
+/// Two acceptors parked on one listener, two connections arriving together (often
+/// one edge): both acceptors return. Before issue 13 the second waiter overwrote the
+/// first's slot and one acceptor stayed parked for good.
+#[test]
+fn no_lost_waiter_two_acceptors_one_listener() {
+    with_timeout(T, || {
+        for _ in 0..20 {
+            let l = Arc::new(TcpListener::bind("127.0.0.1:0").unwrap());
+            let addr = l.local_addr().unwrap();
+            let (tx, rx) = goro::chan::channel(2);
+            let hs: Vec<_> = ["acc-a", "acc-b"]
+                .map(|n| {
+                    let l = l.clone();
+                    named(n, &tx, move || l.accept().map(|(s, _)| s).is_ok())
+                })
+                .into();
+            wait_parked_in_read(&["acc-a", "acc-b"]);
+            let c1 = std::net::TcpStream::connect(addr).unwrap();
+            let c2 = std::net::TcpStream::connect(addr).unwrap();
+            assert!(results(&rx, 2).into_iter().all(|(_, ok)| ok));
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            drop((c1, c2));
+        }
+    });
+}
+
+/// Two readers parked on one stream, two bytes arriving in one segment: each reader
+/// gets one.
+#[test]
+fn no_lost_waiter_two_readers_one_stream() {
+    with_timeout(T, || {
+        for _ in 0..20 {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut client = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let server = Arc::new(l.accept().unwrap().0);
+            let (tx, rx) = goro::chan::channel(2);
+            let hs: Vec<_> = ["rd-a", "rd-b"]
+                .map(|n| {
+                    let s = server.clone();
+                    named(n, &tx, move || {
+                        let mut b = [0u8; 1];
+                        (&*s).read_exact(&mut b).unwrap();
+                        b[0]
+                    })
+                })
+                .into();
+            wait_parked_in_read(&["rd-a", "rd-b"]);
+            client.write_all(b"xy").unwrap();
+            let mut got: Vec<u8> = results(&rx, 2).into_iter().map(|(_, b)| b).collect();
+            got.sort();
+            assert_eq!(got, b"xy");
+            hs.into_iter().for_each(|h| h.join().unwrap());
+        }
+    });
+}
+
+/// Two `recv_from` parked on one UDP socket, two datagrams sent back to back: both
+/// return.
+#[test]
+fn no_lost_waiter_two_udp_receivers() {
+    with_timeout(T, || {
+        for _ in 0..20 {
+            let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+            let addr = sock.local_addr().unwrap();
+            let (tx, rx) = goro::chan::channel(2);
+            let hs: Vec<_> = ["udp-a", "udp-b"]
+                .map(|n| {
+                    let s = sock.clone();
+                    named(n, &tx, move || {
+                        let mut b = [0u8; 8];
+                        let (n, _) = s.recv_from(&mut b).unwrap();
+                        b[..n].to_vec()
+                    })
+                })
+                .into();
+            wait_parked_in_read(&["udp-a", "udp-b"]);
+            let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+            c.send_to(b"1", addr).unwrap();
+            c.send_to(b"2", addr).unwrap();
+            let mut got: Vec<_> = results(&rx, 2).into_iter().map(|(_, d)| d).collect();
+            got.sort();
+            assert_eq!(got, [b"1".to_vec(), b"2".to_vec()]);
+            hs.into_iter().for_each(|h| h.join().unwrap());
+        }
+    });
+}
+
+/// Waiters on one socket are served in the order they queued: each datagram, sent
+/// once the previous one was taken, goes to the longest-waiting receiver.
+#[test]
+fn waiters_on_one_socket_are_woken_in_order() {
+    with_timeout(T, || {
+        let sock = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        let addr = sock.local_addr().unwrap();
+        let (tx, rx) = goro::chan::channel(4);
+        let names = ["q0", "q1", "q2", "q3"];
+        let mut hs = Vec::new();
+        for (i, n) in names.iter().enumerate() {
+            let s = sock.clone();
+            hs.push(named(n, &tx, move || {
+                let mut b = [0u8; 8];
+                let (n, _) = s.recv_from(&mut b).unwrap();
+                b[..n].to_vec()
+            }));
+            wait_parked_in_read(&names[..=i]);
+        }
+        let c = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        for (i, n) in names.iter().enumerate() {
+            c.send_to(&[i as u8], addr).unwrap();
+            let got = results(&rx, 1).pop().unwrap();
+            assert_eq!(got, (n.to_string(), vec![i as u8]), "served out of order");
+        }
+        hs.into_iter().for_each(|h| h.join().unwrap());
+    });
+}

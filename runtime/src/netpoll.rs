@@ -8,11 +8,32 @@
 //! peer's shutdown (`EPOLLRDHUP`), under a key that indexes the descriptor table with
 //! a generation (so an event for a closed descriptor whose slot was reused is dropped).
 //! A [`PollDesc`] has a reader slot and a writer slot, each, under its small lock,
-//! `ready` (an edge arrived nobody consumed), `empty`, or holding the unparker of the
-//! one waiter. I/O is tried first; on `WouldBlock` the caller waits on the slot
-//! (`PollDesc::wait`): a `ready` slot is consumed at once, else the caller parks,
-//! releasing the slot's lock after its switch. An event makes the slot ready and wakes
-//! its waiter. `close` marks both slots closed and wakes both waiters with an error.
+//! `ready` (an edge arrived that nobody was woken for) and a FIFO queue of waiters.
+//! I/O is tried first; on `WouldBlock` the caller waits on the slot
+//! (`PollDesc::wait`): a `ready` slot is consumed at once, else the caller queues and
+//! parks, releasing the slot's lock after its switch. `close` marks both slots closed
+//! and wakes every waiter with an error.
+//!
+//! # Many waiters, one turn at a time
+//!
+//! std lets any number of threads wait on one socket through `&self` (two acceptors
+//! on one listener, two readers of a stream, two `recv_from` on a UDP socket); Go
+//! serialises each direction with its fdMutex. goro queues them, and an edge wakes only
+//! the queue's head (no thundering herd). Being woken from the queue, or consuming
+//! `ready`, gives the caller a **turn**: it retries its call, and when that call did not
+//! fail with `WouldBlock` and may have left the socket ready (an accept, a datagram, a
+//! full read), it passes the turn to the next waiter (`PollDesc::pass`), which
+//! retries in its turn. A call that finds the socket empty just waits again, at the
+//! front of the queue. So one edge for two queued connections serves both acceptors,
+//! one after the other.
+//!
+//! No waiter sleeps on a ready socket: a caller parks only if no edge came since it
+//! read the slot's edge count before its failed call (`wait` takes that count), so any
+//! data that arrived after the call has an edge still to come, which wakes the head or
+//! sets `ready`; and the turn holder passes to every waiter that was queued before the
+//! edge that gave it its turn. An edge that makes the slot ready for good (a hang-up,
+//! an error, the peer's FIN) wakes every waiter, since each of them will get the same
+//! answer at once.
 //!
 //! # Skipping the failing call
 //!
@@ -20,7 +41,8 @@
 //! short write has filled it: the next call in that direction would fail with
 //! `WouldBlock`. So after one, the slot's readiness is cleared (`PollDesc::clear`) and
 //! the next operation waits for an edge before making its call (tokio does the same;
-//! Go makes the failing call). An echo server's reads went from 1.45 system calls per
+//! Go makes the failing call); the hint names the edge count it was taken at, so an
+//! operation that reads a later count makes its call. An echo server's reads went from 1.45 system calls per
 //! request to 1. Clearing is safe only if no edge that came after the operation
 //! started is forgotten: every edge bumps the slot's count, the operation reads the
 //! count before its call, and `clear` does nothing if the count moved. Three edges
@@ -67,9 +89,12 @@
 //! on a machine that wakes promptly it costs ~20 µs of CPU per timer expiry, here
 //! ~200 µs.
 
+use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -361,23 +386,47 @@ pub(crate) struct PollDesc {
 
 struct Slot {
     state: Mutex<SlotState>,
-    /// Edges seen so far; changed only under `state`'s lock.
+    /// Edges seen so far. Written only under `state`'s lock; read without it by
+    /// operations before their call (see `PollDesc::seq`).
     seq: AtomicU32,
-    /// A hint: an operation drained the socket in this direction and no edge came
-    /// since (then `ready` is false too). Changed only under `state`'s lock.
-    drained: AtomicBool,
+    /// A hint: `DRAINED | seq` when an operation that started at edge count `seq`
+    /// drained the socket in this direction (then `ready` is false too), 0 when an
+    /// edge came since. Written only under `state`'s lock.
+    drained: AtomicU64,
+    /// How many callers are queued: written under `state`'s lock, read without it by
+    /// `PollDesc::pass` to skip the lock when nobody waits (see its comment).
+    queued: AtomicU32,
 }
+
+/// The flag of `Slot::drained`.
+const DRAINED: u64 = 1 << 32;
 
 #[derive(Default)]
 struct SlotState {
-    /// An edge arrived that no waiter has consumed.
+    /// An edge arrived that no waiter was woken for and none has consumed.
     ready: bool,
-    /// The one waiter's unparker.
-    waiter: Option<Unparker>,
+    /// Parked callers in arrival order, by ticket (see "many waiters").
+    waiters: VecDeque<(u64, Unparker)>,
+    next_ticket: u64,
     closed: bool,
     /// An edge said the socket stays ready in this direction (see `Slot::ready`):
-    /// `PollDesc::clear` leaves it ready.
+    /// `ready` is never cleared again.
     for_good: bool,
+}
+
+impl SlotState {
+    /// Unlinks and returns the waiters an edge or a pass wakes: the head, or all of
+    /// them once the slot is ready for good or closed.
+    fn take_woken(&mut self, queued: &AtomicU32) -> VecDeque<(u64, Unparker)> {
+        let woken = if self.for_good || self.closed {
+            std::mem::take(&mut self.waiters)
+        } else {
+            self.waiters.pop_front().into_iter().collect()
+        };
+        // Relaxed: see `Slot::queued`.
+        queued.store(self.waiters.len() as u32, Ordering::Relaxed);
+        woken
+    }
 }
 
 /// The error of an operation on a closed socket.
@@ -390,7 +439,8 @@ impl Slot {
         Slot {
             state: Mutex::new(SlotState::default()),
             seq: AtomicU32::new(0),
-            drained: AtomicBool::new(false),
+            drained: AtomicU64::new(0),
+            queued: AtomicU32::new(0),
         }
     }
 
@@ -398,34 +448,39 @@ impl Slot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// An edge: mark ready, wake the waiter if there is one. `for_good`: the socket
-    /// stays ready in this direction (an error, a hang-up, the peer's FIN).
+    /// An edge: wake the head waiter, or mark the slot ready if nobody waits.
+    /// `for_good`: the socket stays ready in this direction (an error, a hang-up, the
+    /// peer's FIN): mark it ready and wake everyone.
     fn ready(&self, for_good: bool) {
-        let w = {
+        let woken = {
             let mut st = self.lock();
-            st.ready = true;
             st.for_good |= for_good;
             // Relaxed: both change only under the lock, whose release publishes them to
-            // `clear` (under the same lock); lock-free readers take them as hints.
+            // `clear` and `wait` (under the same lock); lock-free readers take them as
+            // hints, or re-check under the lock.
             self.seq.store(
                 self.seq.load(Ordering::Relaxed).wrapping_add(1),
                 Ordering::Relaxed,
             );
-            self.drained.store(false, Ordering::Relaxed);
-            st.waiter.take()
+            self.drained.store(0, Ordering::Relaxed);
+            let woken = st.take_woken(&self.queued);
+            if woken.is_empty() || st.for_good {
+                st.ready = true;
+            }
+            woken
         };
-        if let Some(u) = w {
+        for (_, u) in woken {
             u.unpark();
         }
     }
 
     fn close(&self) {
-        let w = {
+        let woken = {
             let mut st = self.lock();
             st.closed = true;
-            st.waiter.take()
+            st.take_woken(&self.queued)
         };
-        if let Some(u) = w {
+        for (_, u) in woken {
             u.unpark();
         }
     }
@@ -456,13 +511,15 @@ impl PollDesc {
         self.slot(dir).seq.load(Ordering::Acquire)
     }
 
-    /// Whether an operation drained the socket in `dir` and no edge came since: the
-    /// next one may skip its system call and wait for an edge first (a hint; see
-    /// `clear`).
-    pub(crate) fn drained(&self, dir: Dir) -> bool {
-        // Relaxed: a hint. Stale `false` costs one system call that fails with
-        // `WouldBlock`; stale `true` costs a `wait` that finds the slot ready.
-        self.slot(dir).drained.load(Ordering::Relaxed)
+    /// Whether an operation that started at edge count `seq` (this operation's, from
+    /// [`PollDesc::seq`]) drained the socket in `dir`: this one may skip its system
+    /// call and wait for an edge first (see `clear`).
+    pub(crate) fn drained(&self, dir: Dir, seq: u32) -> bool {
+        // Relaxed: a hint. A stale 0 costs one system call that fails with
+        // `WouldBlock`. A stale `DRAINED | seq` cannot name a later edge count than
+        // the caller read, so it never makes a caller skip a call after an edge it has
+        // seen; `wait` re-checks the count under the lock.
+        self.slot(dir).drained.load(Ordering::Relaxed) == DRAINED | seq as u64
     }
 
     /// An operation that started when the edge count was `seq` found the socket empty
@@ -475,7 +532,7 @@ impl PollDesc {
         let mut st = slot.lock();
         if slot.seq.load(Ordering::Relaxed) == seq && !st.closed && !st.for_good {
             st.ready = false;
-            slot.drained.store(true, Ordering::Relaxed);
+            slot.drained.store(DRAINED | seq as u64, Ordering::Relaxed);
         }
     }
 
@@ -490,54 +547,103 @@ impl PollDesc {
         self.write.close();
     }
 
-    /// Waits until the socket may be ready in `dir` (the caller then retries its I/O),
-    /// until `deadline` (`TimedOut`), or until the descriptor is closed
-    /// (`closed_error`). Parks a coroutine, blocks a thread.
-    pub(crate) fn wait(&self, dir: Dir, deadline: Option<Instant>) -> io::Result<()> {
+    /// Waits for a turn in `dir` (see "many waiters"): returns `Ok` when the caller
+    /// should retry its I/O, `TimedOut` at `deadline`, `closed_error` once the
+    /// descriptor is closed. `seq` is the edge count the caller read before the call
+    /// that failed with `WouldBlock` (or that it skipped as `drained`): an edge since
+    /// then is a turn at once. `front`: the caller's last turn found the socket empty,
+    /// so it waits again at the head of the queue, where it was. Parks a coroutine,
+    /// blocks a thread.
+    pub(crate) fn wait(
+        &self,
+        dir: Dir,
+        seq: u32,
+        deadline: Option<Instant>,
+        front: bool,
+    ) -> io::Result<()> {
         let rt = crate::sched::rt();
         let slot = self.slot(dir);
         let reason = match dir {
             Dir::Read => WaitReason::IoRead,
             Dir::Write => WaitReason::IoWrite,
         };
-        loop {
-            let mut st = slot.lock();
-            if st.closed {
-                return Err(closed_error());
-            }
-            if st.ready {
+        let mut st = slot.lock();
+        if st.closed {
+            return Err(closed_error());
+        }
+        // Relaxed: under the lock that every edge takes to change it.
+        if st.ready || slot.seq.load(Ordering::Relaxed) != seq {
+            if !st.for_good {
                 st.ready = false;
-                return Ok(());
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(timed_out());
+            return Ok(());
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(timed_out());
+        }
+        let ticket = st.next_ticket;
+        st.next_ticket += 1;
+        let me = (ticket, park::prepare());
+        if front {
+            st.waiters.push_front(me);
+        } else {
+            st.waiters.push_back(me);
+        }
+        // Relaxed: see `Slot::queued`.
+        slot.queued
+            .store(st.waiters.len() as u32, Ordering::Relaxed);
+        // The waiter half of a Dekker pair with `block`: count ourselves, then look
+        // for an M committed to the poller (`until` set). If there is none, wake
+        // one (an idle M that finds nothing else to do blocks in the poller now).
+        // `busy` would not do: an M that took it and then saw no waiter (before our
+        // increment) drops it again without blocking.
+        if rt.netpoll.waiters.fetch_add(1, Ordering::SeqCst) == 0
+            && rt.netpoll.until.load(Ordering::SeqCst) == 0
+        {
+            fence(Ordering::SeqCst);
+            crate::sched::wakep();
+        }
+        // The slot's lock is released after the switch (the park's commit), so an
+        // event cannot slip between our check and our sleep.
+        match deadline {
+            Some(d) => {
+                park::park_commit_timeout(reason, d, move || drop(st));
             }
-            st.waiter = Some(park::prepare());
-            // The waiter half of a Dekker pair with `block`: count ourselves, then look
-            // for an M committed to the poller (`until` set). If there is none, wake
-            // one (an idle M that finds nothing else to do blocks in the poller now).
-            // `busy` would not do: an M that took it and then saw no waiter (before our
-            // increment) drops it again without blocking.
-            if rt.netpoll.waiters.fetch_add(1, Ordering::SeqCst) == 0
-                && rt.netpoll.until.load(Ordering::SeqCst) == 0
-            {
-                fence(Ordering::SeqCst);
-                crate::sched::wakep();
-            }
-            // The slot's lock is released after the switch (the park's commit), so an
-            // event cannot slip between our check and our sleep.
-            match deadline {
-                Some(d) => {
-                    park::park_commit_timeout(reason, d, move || drop(st));
-                }
-                None => park::park_commit(reason, move || drop(st)),
-            }
-            rt.netpoll.waiters.fetch_sub(1, Ordering::SeqCst);
-            let mut st = slot.lock();
-            if st.waiter.take().is_some() {
-                // Not taken by an event or close: the deadline woke us.
-                return Err(timed_out());
-            }
+            None => park::park_commit(reason, move || drop(st)),
+        }
+        rt.netpoll.waiters.fetch_sub(1, Ordering::SeqCst);
+        let mut st = slot.lock();
+        if let Some(i) = st.waiters.iter().position(|(t, _)| *t == ticket) {
+            // Still queued, so not woken by an edge, a pass or a close: the deadline
+            // woke us. (Unlinked, we hold a turn even if the deadline fired too.)
+            st.waiters.remove(i);
+            slot.queued
+                .store(st.waiters.len() as u32, Ordering::Relaxed);
+            return Err(timed_out());
+        }
+        if st.closed {
+            return Err(closed_error());
+        }
+        Ok(())
+    }
+
+    /// Ends a turn (see "many waiters"): the caller's retried call did not fail with
+    /// `WouldBlock` and may have left the socket ready in `dir`, so the next waiter
+    /// gets a turn.
+    pub(crate) fn pass(&self, dir: Dir) {
+        let slot = self.slot(dir);
+        // Relaxed, and no lock when it reads 0: the waiters a turn must pass to are
+        // those queued before the edge (or the readiness) that gave the turn, and each
+        // of those increments happened before that edge took the slot's lock, which
+        // happened before this caller was woken (the park/ready handshake orders the
+        // rest). A waiter queued after that edge saw its count change, or made its
+        // call after it, so it needs no pass.
+        if slot.queued.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let woken = slot.lock().take_woken(&slot.queued);
+        for (_, u) in woken {
+            u.unpark();
         }
     }
 }
@@ -556,36 +662,38 @@ mod tests {
     fn clear_forgets_only_what_came_before_the_operation() {
         let pd = PollDesc::new(-1, 0);
         let d = Dir::Read;
-        assert!(!pd.drained(d));
+        let drained = |pd: &PollDesc, d| pd.drained(d, pd.seq(d));
+        assert!(!drained(&pd, d));
         // An edge, then an operation that drains the socket: cleared.
         pd.read.ready(false);
         let seq = pd.seq(d);
         pd.clear(d, seq);
-        assert!(pd.drained(d));
+        assert!(drained(&pd, d));
         assert!(!pd.read.lock().ready);
-        // A new edge undoes it.
+        // A new edge undoes it, and the hint never names a later edge count.
         pd.read.ready(false);
-        assert!(!pd.drained(d));
+        assert!(!drained(&pd, d));
+        assert!(!pd.drained(d, seq.wrapping_add(1)));
         assert!(pd.read.lock().ready);
         // An edge during the operation (after its `seq`): not cleared.
         let seq = pd.seq(d);
         pd.read.ready(false);
         pd.clear(d, seq);
-        assert!(!pd.drained(d));
+        assert!(!drained(&pd, d));
         assert!(pd.read.lock().ready);
         // The other direction is untouched throughout.
-        assert!(!pd.drained(Dir::Write));
+        assert!(!drained(&pd, Dir::Write));
         // A hang-up or the peer's FIN stays: never cleared.
         pd.read.ready(true);
         let seq = pd.seq(d);
         pd.clear(d, seq);
-        assert!(!pd.drained(d));
+        assert!(!drained(&pd, d));
         assert!(pd.read.lock().ready);
         // A closed slot is not cleared either (its waiters get the close error).
         let pd = PollDesc::new(-1, 0);
         pd.close();
         pd.clear(Dir::Write, pd.seq(Dir::Write));
-        assert!(!pd.drained(Dir::Write));
+        assert!(!drained(&pd, Dir::Write));
     }
 
     /// The count wraps instead of overflowing (a long-lived socket sees 2^32 edges).

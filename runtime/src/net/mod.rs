@@ -17,9 +17,16 @@
 //! runs inside [`blocking`](crate::blocking), so a slow DNS server holds up only the
 //! coroutine that asked.
 
-/// `AsRawFd` and `AsFd` for socket types that keep their socket in `self.reg.sock`.
-macro_rules! impl_fd {
+/// `AsRawFd`, `AsFd` and std's `Debug` (`TcpStream { addr: .., peer: .., fd: 4 }`)
+/// for socket types that keep their std socket in `self.reg.sock`.
+macro_rules! impl_socket {
     ($($t:ty),+) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.reg.sock, f)
+            }
+        }
+
         impl std::os::fd::AsRawFd for $t {
             fn as_raw_fd(&self) -> std::os::fd::RawFd {
                 std::os::fd::AsRawFd::as_raw_fd(&self.reg.sock)
@@ -33,7 +40,7 @@ macro_rules! impl_fd {
         }
     )+};
 }
-use impl_fd;
+use impl_socket;
 
 mod tcp;
 mod udp;
@@ -87,16 +94,21 @@ impl<S: AsRawFd> Registered<S> {
     ) -> io::Result<R> {
         crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
+        // Whether this call holds a turn on the descriptor (see "many waiters" in
+        // `netpoll.rs`): it must pass it on unless its call found the socket empty.
+        let mut turn = false;
         loop {
             if self.pd.is_closed() {
                 return Err(crate::netpoll::closed_error());
             }
-            if !self.pd.drained(dir) {
-                let seq = self.pd.seq(dir);
+            let seq = self.pd.seq(dir);
+            if !self.pd.drained(dir, seq) {
                 match op(&self.sock) {
                     Ok(r) => {
                         if drained(&r) {
                             self.pd.clear(dir, seq);
+                        } else if turn {
+                            self.pd.pass(dir);
                         }
                         return Ok(r);
                     }
@@ -104,10 +116,16 @@ impl<S: AsRawFd> Registered<S> {
                         self.pd.clear(dir, seq);
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
+                    Err(e) => {
+                        if turn {
+                            self.pd.pass(dir);
+                        }
+                        return Err(e);
+                    }
                 }
             }
-            self.pd.wait(dir, deadline)?;
+            self.pd.wait(dir, seq, deadline, turn)?;
+            turn = true;
         }
     }
 

@@ -1,6 +1,5 @@
 //! TCP: [`TcpListener`] and [`TcpStream`].
 
-use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -76,14 +75,6 @@ impl TcpListener {
     /// The pending socket error, if any (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.reg.sock.take_error()
-    }
-}
-
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpListener")
-            .field("addr", &self.local_addr().ok())
-            .finish()
     }
 }
 
@@ -198,6 +189,16 @@ impl TcpStream {
             .io_draining(Dir::Read, |mut s| s.read(buf), |&n| 0 < n && n < len)
     }
 
+    /// One `readv` into all of `bufs`, as std's.
+    fn read_vectored_bytes(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        self.reg.io_draining(
+            Dir::Read,
+            |mut s| s.read_vectored(bufs),
+            |&n| 0 < n && n < len,
+        )
+    }
+
     fn write_bytes(&self, buf: &[u8]) -> io::Result<usize> {
         let len = buf.len();
         self.reg
@@ -244,7 +245,8 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
         Err(e) => return Err(e),
     };
     loop {
-        stream.reg.pd.wait(Dir::Write, deadline)?;
+        let pd = &stream.reg.pd;
+        pd.wait(Dir::Write, pd.seq(Dir::Write), deadline, false)?;
         if let Some(e) = stream.reg.sock.take_error()? {
             return Err(e);
         }
@@ -260,11 +262,17 @@ impl Read for TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.read_bytes(buf)
     }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.read_vectored_bytes(bufs)
+    }
 }
 
 impl Read for &TcpStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.read_bytes(buf)
+    }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.read_vectored_bytes(bufs)
     }
 }
 
@@ -292,13 +300,4 @@ impl Write for &TcpStream {
     }
 }
 
-impl fmt::Debug for TcpStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpStream")
-            .field("local", &self.local_addr().ok())
-            .field("peer", &self.peer_addr().ok())
-            .finish()
-    }
-}
-
-super::impl_fd!(TcpListener, TcpStream);
+super::impl_socket!(TcpListener, TcpStream);

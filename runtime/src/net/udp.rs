@@ -1,6 +1,5 @@
 //! UDP: [`UdpSocket`].
 
-use std::fmt;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
@@ -103,12 +102,4 @@ impl UdpSocket {
     }
 }
 
-impl fmt::Debug for UdpSocket {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UdpSocket")
-            .field("local", &self.local_addr().ok())
-            .finish()
-    }
-}
-
-super::impl_fd!(UdpSocket);
+super::impl_socket!(UdpSocket);
