@@ -357,4 +357,16 @@ fn select_syntax_trailing_commas_and_temporaries() {
         default(Duration::from_secs(5),) => 0,
     };
     assert_eq!(v, 1);
+    // Channels and send values are evaluated in source order (Go's rule, and Go's
+    // test/chan/select5.go): each send's channel, then its value.
+    let order = std::cell::RefCell::new(Vec::new());
+    let log = |i: u32| order.borrow_mut().push(i);
+    let (nobody_receives, _rx0) = channel::<u32>(0);
+    goro::select! {
+        recv({ log(1); &rx }) -> _ => unreachable!(),
+        send({ log(2); &tx }, { log(3); 5 }) -> r => r.unwrap(),
+        recv({ log(4); never::<u32>() }) -> _ => unreachable!(),
+        send({ log(5); &nobody_receives }, { log(6); 6 }) -> _ => unreachable!(),
+    }
+    assert_eq!(*order.borrow(), [1, 2, 3, 4, 5, 6]);
 }

@@ -383,6 +383,9 @@ pub mod __private {
 ///   is closed and drained).
 /// - `send(tx, value) -> res => body`: `res` is `Result<(), SendError<T>>`; the value
 ///   is evaluated before the select and dropped if another arm wins.
+/// - Channel and value expressions are evaluated once each, in source order, before
+///   anything else happens (Go's rule); temporaries in them live until the select
+///   ends.
 /// - `default => body`: taken at once if no arm is ready.
 /// - `default(timeout) => body`: taken if no arm is ready within `timeout`.
 ///
@@ -465,9 +468,11 @@ macro_rules! __goro_select {
         compile_error!("select!: at most 32 arms")
     };
     (@bind [$(($c:ident $a:ident $kind:ident $args:tt $res:pat => $body:tt))*] [] [$($def:tt)*] ($($names:tt)*)) => {
-        // The channels are borrowed in a match's scrutinee, not in `let`s, so that
-        // temporaries in an arm's channel expression (`recv(opt.unwrap_or(&never()))`)
-        // live until the select has finished.
+        // The channels (and send values) are evaluated in a match's scrutinee, not in
+        // `let`s, so that temporaries in an arm's channel expression
+        // (`recv(opt.unwrap_or(&never()))`) live until the select has finished; a
+        // tuple evaluates them in source order, each send's channel then its value,
+        // as Go's spec says.
         match ($( $crate::__goro_select!(@chan $kind $args), )*) {
             ($( $c, )*) => $crate::__goro_select!(@run [$(($c $a $kind $args $res => $body))*] [$($def)*]),
         }
@@ -496,9 +501,9 @@ macro_rules! __goro_select {
     }};
 
     (@chan recv ($rx:expr)) => { &$rx };
-    (@chan send ($tx:expr, $v:expr)) => { &$tx };
+    (@chan send ($tx:expr, $v:expr)) => { (&$tx, $v) };
     (@arm $c:ident recv ($rx:expr)) => { $crate::chan::__private::RecvArm::new($c.__as_receiver()) };
-    (@arm $c:ident send ($tx:expr, $v:expr)) => { $crate::chan::__private::SendArm::new($c.__as_sender(), $v) };
+    (@arm $c:ident send ($tx:expr, $v:expr)) => { $crate::chan::__private::SendArm::new($c.0.__as_sender(), $c.1) };
     (@default) => { $crate::chan::__private::SelectDefault::Block };
     (@default (now) $body:tt) => { $crate::chan::__private::SelectDefault::Now };
     (@default (after $t:expr) $body:tt) => {
