@@ -254,30 +254,40 @@ fn selects_on_threads_and_coroutines() {
     });
 }
 
-/// Runs `n` parked selects through `select_once` (which returns the arm it took)
-/// and counts the arms. The driver hands over one value per round only after the
-/// selector has come back to its select: at 1 P the yield lets the selector run
-/// until it parks, so every round resolves a parked select, not a polling one.
-fn count_parked_arms(
-    n: usize,
+/// Runs 300 parked selects, on a coroutine, through `select_once` (which returns the
+/// arm it took), and asserts that each of the `arms` arms was taken at least 30 times.
+/// The driver hands over one value per round only after the selector has come back to
+/// its select: at 1 P the yield lets the selector run until it parks, so every round
+/// resolves a parked select, not a polling one.
+fn assert_parked_select_is_fair(
     arms: usize,
     select_once: impl Fn() -> usize + Send + 'static,
-    hand_over: impl Fn(),
-) -> Vec<usize> {
-    let (ack_tx, ack_rx) = channel::<usize>(0);
-    let selector = goro::go!(move || {
-        for _ in 0..n {
-            ack_tx.send(select_once()).unwrap();
-        }
+    hand_over: impl Fn() + Send + 'static,
+) {
+    const N: usize = 300;
+    with_timeout(T, move || {
+        goro::go!(move || {
+            let (ack_tx, ack_rx) = channel::<usize>(0);
+            let selector = goro::go!(move || {
+                for _ in 0..N {
+                    ack_tx.send(select_once()).unwrap();
+                }
+            });
+            let mut counts = vec![0; arms];
+            for _ in 0..N {
+                goro::yield_now();
+                hand_over();
+                counts[ack_rx.recv().unwrap()] += 1;
+            }
+            selector.join().unwrap();
+            assert!(
+                counts.iter().all(|&c| c >= N / 10),
+                "arms taken {counts:?} times"
+            );
+        })
+        .join()
+        .unwrap();
     });
-    let mut counts = vec![0; arms];
-    for _ in 0..n {
-        goro::yield_now();
-        hand_over();
-        counts[ack_rx.recv().unwrap()] += 1;
-    }
-    selector.join().unwrap();
-    counts
 }
 
 /// Go's TestPseudoRandomSend pattern: a parked select with two send arms on one
@@ -285,59 +295,37 @@ fn count_parked_arms(
 /// queued in index order and the receiver always took arm 0 (`[300, 0]` at 1 P).
 #[test]
 fn parked_select_with_send_arms_on_one_channel_is_fair() {
-    with_timeout(T, || {
-        goro::go!(|| {
-            let (tx, rx) = channel::<usize>(0);
-            let counts = count_parked_arms(
-                300,
-                2,
-                move || {
-                    goro::select! {
-                        send(tx, 0) -> r => { r.unwrap(); 0 }
-                        send(tx, 1) -> r => { r.unwrap(); 1 }
-                    }
-                },
-                move || {
-                    rx.recv().unwrap();
-                },
-            );
-            assert!(
-                counts.iter().all(|&c| c >= 30),
-                "arms taken {counts:?} times"
-            );
-        })
-        .join()
-        .unwrap();
-    });
+    let (tx, rx) = channel::<usize>(0);
+    assert_parked_select_is_fair(
+        2,
+        move || {
+            goro::select! {
+                send(tx, 0) -> r => { r.unwrap(); 0 }
+                send(tx, 1) -> r => { r.unwrap(); 1 }
+            }
+        },
+        move || {
+            rx.recv().unwrap();
+        },
+    );
 }
 
 /// Duplicate `recv` arms of a parked select are taken about equally often (before
 /// issue 13: `[300, 0, 0]` at 1 P, `[288, 7, 5]` at 2 Ps).
 #[test]
 fn parked_select_with_recv_arms_on_one_channel_is_fair() {
-    with_timeout(T, || {
-        goro::go!(|| {
-            let (tx, rx) = channel::<u32>(0);
-            let counts = count_parked_arms(
-                300,
-                3,
-                move || {
-                    goro::select! {
-                        recv(rx) -> v => { v.unwrap(); 0 }
-                        recv(rx) -> v => { v.unwrap(); 1 }
-                        recv(rx) -> v => { v.unwrap(); 2 }
-                    }
-                },
-                move || tx.send(7).unwrap(),
-            );
-            assert!(
-                counts.iter().all(|&c| c >= 30),
-                "arms taken {counts:?} times"
-            );
-        })
-        .join()
-        .unwrap();
-    });
+    let (tx, rx) = channel::<u32>(0);
+    assert_parked_select_is_fair(
+        3,
+        move || {
+            goro::select! {
+                recv(rx) -> v => { v.unwrap(); 0 }
+                recv(rx) -> v => { v.unwrap(); 1 }
+                recv(rx) -> v => { v.unwrap(); 2 }
+            }
+        },
+        move || tx.send(7).unwrap(),
+    );
 }
 
 /// crossbeam's syntax where it costs nothing: trailing commas inside an arm's

@@ -42,8 +42,8 @@
 //! `WouldBlock`. So after one, the slot's readiness is cleared (`PollDesc::clear`) and
 //! the next operation waits for an edge before making its call (tokio does the same;
 //! Go makes the failing call); the hint names the edge count it was taken at, so an
-//! operation that reads a later count makes its call. An echo server's reads went from 1.45 system calls per
-//! request to 1. Clearing is safe only if no edge that came after the operation
+//! operation that reads a later count makes its call. An echo server's reads went
+//! from 1.45 system calls per request to 1. Clearing is safe only if no edge that came after the operation
 //! started is forgotten: every edge bumps the slot's count, the operation reads the
 //! count before its call, and `clear` does nothing if the count moved. Three edges
 //! stay for good and are never cleared: a hang-up or error; the peer's FIN

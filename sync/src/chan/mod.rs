@@ -68,7 +68,7 @@ pub(crate) struct Chan<T> {
     state: UnsafeCell<State<T>>,
     cap: usize,
     /// Live `Sender`s and `Receiver`s; the last of either closes the channel. Written
-    /// by handles' clone and drop; read only by those (and `Sender::receiver_count`).
+    /// and read only by the handles' clone and drop.
     senders: AtomicUsize,
     receivers: AtomicUsize,
     /// A timer channel's timer (see "timer channels").
