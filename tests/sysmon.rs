@@ -718,6 +718,11 @@ fn scenario_child() {
             assert_eq!(h.join().unwrap(), 7);
         }
         "sigquit" => {
+            // A shell's background job starts with SIGQUIT ignored, and goro leaves an
+            // inherited disposition alone: restore the default before the runtime
+            // starts, so the test does not depend on how it was launched.
+            // SAFETY: setting a signal's disposition to its default; no handler runs.
+            unsafe { libc::signal(libc::SIGQUIT, libc::SIG_DFL) };
             let _n = goro::Builder::new()
                 .name("napper")
                 .spawn(|| goro::time::sleep(Duration::from_secs(10)))
