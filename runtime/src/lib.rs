@@ -52,7 +52,7 @@ pub fn yield_now() {
 #[doc(hidden)]
 pub mod __loom {
     pub use crate::park::{WaitCell, Wake};
-    pub use crate::sched::idle::Spinning;
+    pub use crate::sched::idle::{DeepSleep, Spinning};
     pub use crate::sched::runq::RunNext;
     pub use crate::spawn::JoinState;
 }

@@ -8,9 +8,23 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{
-    fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 };
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize};
+pub(crate) use std::sync::atomic::{
+    fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
+};
 
 pub(crate) use std::sync::atomic::Ordering;
+
+/// Where a Dekker pair is made of SeqCst accesses only (a store or read-modify-write,
+/// then a load of the other side's word), C++'s single total order of SeqCst operations
+/// already forbids both loads from missing the other side's write, and on x86 the
+/// store or RMW is a full barrier: no fence is needed. loom models SeqCst accesses as
+/// AcqRel, and would report the pair broken, so under loom (only) this is a SeqCst
+/// fence. The sema releaser follows the same rule (`goro-sync`'s `sema.rs`).
+#[inline(always)]
+pub(crate) fn seqcst_pair_fence() {
+    #[cfg(loom)]
+    fence(Ordering::SeqCst);
+}

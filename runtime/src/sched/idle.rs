@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::m::MShared;
 use super::p::{PStatus, P};
-use crate::loom::{fence, AtomicUsize, Ordering};
+use crate::loom::{fence, seqcst_pair_fence, AtomicBool, AtomicUsize, Ordering};
 
 /// The spinning protocol's counters (see the module doc of `sched`).
 ///
@@ -101,6 +101,64 @@ impl Spinning {
     /// A P came off the idle list (`sched` held).
     pub fn pidle_dec(&self) {
         self.npidle.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// sysmon's deep sleep (see sysmon's module doc): while every P is idle, sysmon sleeps
+/// with no timeout, and the first M to take a P again wakes it.
+///
+/// # The deep-sleep Dekker pair
+///
+/// sysmon stores `asleep = true`, then reads `npidle` (`announce`); an M decrements
+/// `npidle` (taking an idle P), then reads `asleep` (`should_poke`). All four accesses
+/// are SeqCst (see `seqcst_pair_fence`), so either sysmon sees the P taken and does
+/// not sleep without a timeout, or the M sees the announcement and pokes it awake.
+/// With Relaxed loads on both sides, as before issue 14, sysmon could sleep forever
+/// while a P ran; `tests/loom_deep_sleep.rs` checks both.
+///
+/// Written by sysmon (`announce`, `end`) and by the M that pokes (`should_poke`'s
+/// swap); read by Ms after every `acquirep`.
+pub struct DeepSleep {
+    asleep: AtomicBool,
+}
+
+impl DeepSleep {
+    /// Not asleep.
+    pub fn new() -> Self {
+        DeepSleep {
+            asleep: AtomicBool::new(false),
+        }
+    }
+
+    /// sysmon, before a sleep without timeout: announces it, then returns whether
+    /// every one of `procs` Ps is still idle (if not, it must not sleep unbounded).
+    pub fn announce(&self, spinning: &Spinning, procs: usize) -> bool {
+        // SeqCst store, then SeqCst load: sysmon's half of the pair.
+        self.asleep.store(true, Ordering::SeqCst);
+        seqcst_pair_fence();
+        spinning.npidle.load(Ordering::SeqCst) >= procs
+    }
+
+    /// sysmon, awake again.
+    pub fn end(&self) {
+        // Relaxed: nothing is published; a poke that reads the stale `true` writes one
+        // needless byte to sysmon's pipe.
+        self.asleep.store(false, Ordering::Relaxed);
+    }
+
+    /// An M, after taking an idle P (`pidle_dec`): whether it must wake sysmon. True
+    /// for at most one caller per sleep.
+    pub fn should_poke(&self) -> bool {
+        // The M's half: `pidle_dec`'s SeqCst RMW, then this SeqCst load.
+        seqcst_pair_fence();
+        // AcqRel swap: one poker per sleep; the pipe's write and read order the rest.
+        self.asleep.load(Ordering::SeqCst) && self.asleep.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl Default for DeepSleep {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -103,7 +103,7 @@ use crate::config::Config;
 use crate::netpoll::Netpoll;
 use crate::stack::pool::StackPool;
 use g::GRef;
-use idle::{pidleput_locked, SchedLocked, Spinning};
+use idle::{pidleput_locked, DeepSleep, SchedLocked, Spinning};
 use p::{PStatus, P};
 use runq::WorkSummary;
 
@@ -163,6 +163,8 @@ pub(crate) struct Runtime {
     pub(crate) summary: WorkSummary,
     /// Spinning and idle counts (see "the spinning protocol").
     pub(crate) spinning: Spinning,
+    /// sysmon's deep sleep flag (see "the deep-sleep Dekker pair").
+    pub(crate) deep_sleep: DeepSleep,
     /// Idle Ps and idle Ms.
     pub(crate) sched: Mutex<SchedLocked>,
     /// Coroutine stacks.
@@ -215,6 +217,7 @@ fn init() -> &'static Runtime {
             injector: Injector::new(),
             summary: WorkSummary::new(),
             spinning: Spinning::new(),
+            deep_sleep: DeepSleep::new(),
             sched: Mutex::new(SchedLocked::default()),
             stacks: StackPool::new(cfg.stack_usable),
             next_goid: AtomicU64::new(1),

@@ -71,8 +71,6 @@ pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
 /// check of the P's own flag.
 pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
 
-/// sysmon is in its deep sleep (every P idle): a P that starts running wakes it.
-static DEEP_ASLEEP: AtomicBool = AtomicBool::new(false);
 /// The wake pipe: [read end, write end], -1 before sysmon starts.
 static PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
 /// Plain threads known to the runtime (they have waited on it), and those waiting now.
@@ -124,10 +122,11 @@ pub(crate) fn note_blocking() {
     }
 }
 
-/// Wakes sysmon from its deep sleep (a P just started running).
+/// Wakes sysmon from its deep sleep (a P was just taken off the idle list; see "the
+/// deep-sleep Dekker pair" in `idle.rs`).
 #[inline]
 pub(crate) fn wake_if_asleep() {
-    if DEEP_ASLEEP.load(Ordering::Relaxed) && DEEP_ASLEEP.swap(false, Ordering::AcqRel) {
+    if rt().deep_sleep.should_poke() {
         poke(b'W');
     }
 }
@@ -245,10 +244,9 @@ fn run() {
             }
             // Announce the deep sleep, then re-check: a P that starts running after
             // the announcement pokes the pipe; one that started before is seen here.
-            DEEP_ASLEEP.store(true, Ordering::SeqCst);
-            let still_idle = rt.spinning.npidle() >= rt.procs();
+            let still_idle = rt.deep_sleep.announce(&rt.spinning, rt.procs());
             let poked = sleep(if still_idle { timeout } else { Some(0) });
-            DEEP_ASLEEP.store(false, Ordering::SeqCst);
+            rt.deep_sleep.end();
             if poked {
                 // A P runs again. Back to rounds, but not 20 µs ones: nothing is known
                 // to need them (a blocking call pokes sysmon out of a sleep this long;
