@@ -100,8 +100,8 @@ pub(crate) struct G {
     parked_self_ref: UnsafeCell<bool>,
     /// Whether the G is pinned to the M that first runs it (Go: LockOSThread).
     pub(crate) pinned: bool,
-    /// The M a pinned G is bound to, once it has run (owner-only). Ms are leaked, so
-    /// the pointer stays valid; that M does not leave the pool while the G lives.
+    /// The M a pinned G is bound to, once it has run (owner-only). That M does not
+    /// leave the pool (and free itself) while the G lives, so the pointer stays valid.
     locked_m: UnsafeCell<*const super::m::M>,
 }
 

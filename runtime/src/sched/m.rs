@@ -10,8 +10,10 @@ use super::g::{GRef, G};
 use super::p::{HeldP, P};
 use super::{fatal, rt};
 
-/// An M's own state, used on its thread only. Leaked: an M that leaves the pool (see
-/// `stopm`) ends its thread but its `M` stays valid for pointers to it.
+/// An M's own state, used on its thread only. It lives as long as its thread: an M
+/// that leaves the pool (see `stopm`) frees it as the thread ends. Nothing else keeps a
+/// pointer to an M except a pinned G (`G::locked_m`), and an M bound to a live pinned
+/// G never leaves the pool.
 pub(crate) struct M {
     pub(crate) id: usize,
     /// What other threads use to hand this M a P and wake it.
@@ -118,7 +120,8 @@ thread_local! {
 #[inline(never)]
 pub(crate) fn current_m() -> Option<&'static M> {
     let m = CURRENT_M.with(|c| c.get());
-    // SAFETY: a non-null CURRENT_M points at the leaked M of this thread.
+    // SAFETY: a non-null CURRENT_M points at this thread's M, which lives until the
+    // thread clears CURRENT_M as it ends.
     (!m.is_null()).then(|| unsafe { &*m })
 }
 
@@ -281,13 +284,13 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
     let spawned = thread::Builder::new()
         .name(format!("goro-m{id}"))
         .spawn(move || {
-            crate::stack::overflow::ensure_altstack();
+            let altstack = crate::stack::overflow::ensure_altstack();
             let shared = Arc::new(MShared {
                 next: Mutex::new(None),
                 woken: AtomicBool::new(false),
                 thread: thread::current(),
             });
-            let m: &'static M = Box::leak(Box::new(M {
+            let m: *mut M = Box::into_raw(Box::new(M {
                 id,
                 shared,
                 p: Cell::new(None),
@@ -298,11 +301,17 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 poll_readied: Cell::new(None),
             }));
             CURRENT_M.with(|c| c.set(m));
+            // SAFETY: `m` is valid until the Box is freed below, after the loop.
+            let m_ref: &'static M = unsafe { &*m };
             super::sysmon::start();
-            m.acquirep(p);
-            super::schedule::m_loop(m);
-            // The M left the pool (see stopm): its thread ends here.
+            m_ref.acquirep(p);
+            super::schedule::m_loop(m_ref);
+            // The M left the pool (see stopm): it holds no P and no G, and no pinned G
+            // is bound to it, so nothing refers to it any more. Its thread ends here.
             CURRENT_M.with(|c| c.set(std::ptr::null()));
+            // SAFETY: made by Box::into_raw above; the last use of `m_ref` was m_loop.
+            drop(unsafe { Box::from_raw(m) });
+            drop(altstack);
             rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         });
     if let Err(e) = spawned {

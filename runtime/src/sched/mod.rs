@@ -65,7 +65,10 @@
 //! # Parking an M
 //!
 //! An M without work gives its P back and parks on its own parker until `startm` hands
-//! it a P. Ms are created on demand by `startm` and never exit.
+//! it a P. Ms are created on demand by `startm`; an M idle for `GORO_IDLE_M_EXIT_MS`
+//! while more Ms exist than the Ps need leaves the pool (`M::stopm`): its scheduler
+//! stack unwinds to `m_loop`, and its thread frees its `M` and its signal stack and
+//! ends.
 //!
 //! # Lock order
 //!

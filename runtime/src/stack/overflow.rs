@@ -77,16 +77,41 @@ pub(crate) fn install() {
     });
 }
 
+/// An alternate signal stack this thread installed: dropping it (on the thread, as it
+/// ends) uninstalls and unmaps it.
+pub(crate) struct AltStack {
+    map: *mut libc::c_void,
+    len: usize,
+}
+
+impl Drop for AltStack {
+    fn drop(&mut self) {
+        let off = libc::stack_t {
+            ss_sp: ptr::null_mut(),
+            ss_flags: libc::SS_DISABLE,
+            ss_size: 0,
+        };
+        // SAFETY: the thread is done running coroutines (its M has left the pool), so
+        // no signal handler runs on this stack any more once it is disabled; then the
+        // mapping, ours alone, is unmapped.
+        unsafe {
+            libc::sigaltstack(&off, ptr::null_mut());
+            libc::munmap(self.map, self.len);
+        }
+    }
+}
+
 /// Gives this thread an alternate signal stack if it has none (std gives its own
-/// threads one only when its handler is installed). The stack is leaked: Ms never exit.
-pub(crate) fn ensure_altstack() {
+/// threads one only when its handler is installed). The returned guard keeps it: an M
+/// holds it for its thread's life and drops it when it leaves the pool.
+pub(crate) fn ensure_altstack() -> Option<AltStack> {
     // SAFETY: querying the current alternate stack into a zeroed struct.
     let mut old: libc::stack_t = unsafe { std::mem::zeroed() };
     // SAFETY: `old` is a valid out-pointer.
     if unsafe { libc::sigaltstack(ptr::null(), &mut old) } != 0
         || old.ss_flags & libc::SS_DISABLE == 0
     {
-        return;
+        return None;
     }
     let page = super::page_size();
     let size = 64 * 1024;
@@ -102,10 +127,10 @@ pub(crate) fn ensure_altstack() {
         )
     };
     if p == libc::MAP_FAILED {
-        return;
+        return None;
     }
     // SAFETY: protecting the first page of our own mapping; then registering the rest
-    // as this thread's signal stack, which stays mapped for the life of the process.
+    // as this thread's signal stack, which stays mapped until the guard is dropped.
     unsafe {
         libc::mprotect(p, page, libc::PROT_NONE);
         let ss = libc::stack_t {
@@ -115,6 +140,10 @@ pub(crate) fn ensure_altstack() {
         };
         libc::sigaltstack(&ss, ptr::null_mut());
     }
+    Some(AltStack {
+        map: p,
+        len: size + page,
+    })
 }
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
@@ -217,5 +246,41 @@ mod tests {
         assert_eq!(super::fmt_u64(0, &mut d), b"0");
         assert_eq!(super::fmt_u64(256, &mut d), b"256");
         assert_eq!(super::fmt_u64(u64::MAX, &mut d), b"18446744073709551615");
+    }
+
+    /// Whether some mapping of this process starts at `addr`.
+    fn mapped_at(addr: usize) -> bool {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let want = format!("{addr:x}-");
+        maps.lines().any(|l| l.starts_with(&want))
+    }
+
+    /// A thread without a signal stack gets one, and dropping the guard uninstalls and
+    /// unmaps it (before issue 14 it stayed mapped after the M's thread ended).
+    #[test]
+    fn altstack_is_unmapped_when_dropped() {
+        std::thread::spawn(|| {
+            // Take away the stack std gave this thread (if any) so goro makes one.
+            let off = libc::stack_t {
+                ss_sp: std::ptr::null_mut(),
+                ss_flags: libc::SS_DISABLE,
+                ss_size: 0,
+            };
+            // SAFETY: disabling this thread's alternate stack; no handler runs on it.
+            assert_eq!(unsafe { libc::sigaltstack(&off, std::ptr::null_mut()) }, 0);
+            let alt = super::ensure_altstack().expect("a thread without one gets one");
+            let addr = alt.map as usize;
+            assert!(mapped_at(addr));
+            assert!(super::ensure_altstack().is_none(), "a second one");
+            drop(alt);
+            assert!(!mapped_at(addr), "the signal stack outlived its guard");
+            // SAFETY: querying into a zeroed struct.
+            let mut now: libc::stack_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `now` is a valid out-pointer.
+            unsafe { libc::sigaltstack(std::ptr::null(), &mut now) };
+            assert_ne!(now.ss_flags & libc::SS_DISABLE, 0, "still installed");
+        })
+        .join()
+        .unwrap();
     }
 }
