@@ -13,13 +13,15 @@
 //! # The park/ready handshake
 //!
 //! Each waiter (a G, or a plain thread) has one [`WaitCell`]: a 64-bit word holding a
-//! wait *sequence number* and a two-bit state, `WAITING`, `PARKED` or `NOTIFIED`.
+//! wait *sequence number* and a two-bit state, `WAITING`, `PARKED`, `NOTIFIED`, or
+//! `NOTIFIED_BY_DEADLINE` (woken by its own deadline: see `park_commit_timeout`).
 //!
 //! - `prepare` starts wait number `seq + 1` in state `WAITING` and returns an
 //!   [`Unparker`] for exactly that wait. An unparker of an older wait is *stale*: it can
 //!   never wake a later one, so a wake-up that arrives late (a timer that fired while the
 //!   value was already delivered, say) cannot leak into the next wait as a spurious one.
-//! - `unpark` moves `WAITING` or `PARKED` to `NOTIFIED`, once. Only the call that moves
+//! - `unpark` moves `WAITING` or `PARKED` to `NOTIFIED` (or `NOTIFIED_BY_DEADLINE`),
+//!   once. Only the call that moves
 //!   `PARKED` away readies the waiter (puts the G on a run queue, or unparks the thread);
 //!   a call that finds `WAITING` leaves the readying to the parker, below.
 //! - The parker commits with one CAS `WAITING -> PARKED`, after its commit action ran
@@ -39,7 +41,6 @@
 //! (Go: `gopark`'s unlock function).
 
 use std::fmt;
-use std::sync::atomic::AtomicU8;
 use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::Instant;
@@ -56,6 +57,8 @@ const WAITING: u64 = 0;
 const PARKED: u64 = 1;
 /// The wait was woken. Terminal for its sequence number.
 const NOTIFIED: u64 = 2;
+/// The wait was woken by its own deadline (`WaitCell::unpark_by_deadline`). Terminal.
+const NOTIFIED_BY_DEADLINE: u64 = 3;
 const SEQ_SHIFT: u32 = 2;
 
 /// What [`WaitCell::unpark`] did.
@@ -144,11 +147,29 @@ impl WaitCell {
     /// Owner only: whether the current wait has been woken.
     pub fn is_notified(&self) -> bool {
         // Acquire: pairs with the Release of the unparker's CAS.
-        self.word.load(Ordering::Acquire) & STATE_MASK == NOTIFIED
+        self.word.load(Ordering::Acquire) & STATE_MASK >= NOTIFIED
+    }
+
+    /// Owner only, once the current wait has been woken: whether its deadline woke it
+    /// (rather than an unparker).
+    pub fn woken_by_deadline(&self) -> bool {
+        // Relaxed: the owner read the notification with Acquire (or failed its park
+        // CAS with Acquire) before asking; only the state bits matter here.
+        self.word.load(Ordering::Relaxed) & STATE_MASK == NOTIFIED_BY_DEADLINE
     }
 
     /// Anyone: wakes wait `seq` if it is still the current one.
     pub fn unpark(&self, seq: u64) -> Wake {
+        self.notify(seq, NOTIFIED)
+    }
+
+    /// The deadline of wait `seq` fired: wakes it like `unpark`, marking that the
+    /// deadline did it, so the owner can tell without asking the timer.
+    pub fn unpark_by_deadline(&self, seq: u64) -> Wake {
+        self.notify(seq, NOTIFIED_BY_DEADLINE)
+    }
+
+    fn notify(&self, seq: u64, notified: u64) -> Wake {
         // Acquire so that a MustReady caller sees the owner's parked state.
         let mut cur = self.word.load(Ordering::Acquire);
         loop {
@@ -156,14 +177,14 @@ impl WaitCell {
                 return Wake::Stale;
             }
             let state = cur & STATE_MASK;
-            if state == NOTIFIED {
+            if state >= NOTIFIED {
                 return Wake::AlreadyWoken;
             }
             // AcqRel: Acquire pairs with the owner's Release in try_park; Release
             // publishes what the waker wrote (a value handed over, say) to the owner.
             match self.word.compare_exchange_weak(
                 cur,
-                (seq << SEQ_SHIFT) | NOTIFIED,
+                (seq << SEQ_SHIFT) | notified,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
@@ -344,16 +365,25 @@ impl Unparker {
     /// Called from a running coroutine, the woken coroutine goes to this P's `runnext`
     /// slot and runs next; from anywhere else, to the global run queue.
     pub fn unpark(self) -> bool {
+        self.wake(WaitCell::unpark)
+    }
+
+    /// `unpark` for the wait's own deadline (see `park_commit_timeout`).
+    fn unpark_by_deadline(self) -> bool {
+        self.wake(WaitCell::unpark_by_deadline)
+    }
+
+    fn wake(self, notify: fn(&WaitCell, u64) -> Wake) -> bool {
         match self.target {
             Target::G(g) => {
-                let wake = g.wait.unpark(self.seq);
+                let wake = notify(&g.wait, self.seq);
                 if wake == Wake::MustReady {
                     sched::ready(g);
                 }
                 wake.woke()
             }
             Target::Thread(t) => {
-                let wake = t.cell.unpark(self.seq);
+                let wake = notify(&t.cell, self.seq);
                 if wake == Wake::MustReady {
                     t.thread.unpark();
                 }
@@ -438,41 +468,23 @@ pub fn park_commit_timeout<F: FnOnce()>(reason: WaitReason, deadline: Instant, c
     let Some(g) = sched::current_g_arc() else {
         return park_thread_timeout(deadline, commit);
     };
-    // The deadline wakes the wait through its own unparker, and says so if it won.
+    // The deadline wakes the wait through its own unparker, which marks the wake as
+    // the deadline's: whoever woke us, the cell says which, and nobody waits for the
+    // timer's function to finish (it may be running on a descheduled thread).
+    let cell = g.clone();
     let u = Unparker {
         seq: g.wait.seq(),
         target: Target::G(g),
     };
-    // The timer's verdict: it records whether its unpark won, *after* the unpark,
-    // by which time the coroutine may already run on another M.
-    let verdict = Arc::new(AtomicU8::new(VERDICT_PENDING));
-    let v2 = verdict.clone();
     let t = TimerInner::new(Box::new(move || {
-        let won = u.clone().unpark();
-        // Release: the coroutine's Acquire load below reads it.
-        v2.store(
-            if won { VERDICT_WON } else { VERDICT_LOST },
-            Ordering::Release,
-        );
+        u.clone().unpark_by_deadline();
     }));
     sched_timers::reset(&t, when_of_instant(deadline), 0);
     park_commit(reason, commit);
-    if sched_timers::stop(&t) {
-        return false; // the deadline never fired: an unparker woke us
-    }
-    // stop found the timer claimed by a firing, which runs its function (the firing
-    // rule): wait for the verdict, which is at most a few instructions away.
-    loop {
-        match verdict.load(Ordering::Acquire) {
-            VERDICT_PENDING => std::hint::spin_loop(),
-            v => return v == VERDICT_WON,
-        }
-    }
+    // Woken (park_commit returns only then): the timer is no longer needed either way.
+    sched_timers::stop(&t);
+    cell.wait.woken_by_deadline()
 }
-
-const VERDICT_PENDING: u8 = 0;
-const VERDICT_WON: u8 = 1;
-const VERDICT_LOST: u8 = 2;
 
 /// [`park_commit_timeout`] without a commit action.
 pub fn park_timeout(reason: WaitReason, deadline: Instant) -> bool {

@@ -84,3 +84,41 @@ fn stale_unparker_cannot_wake_a_later_wait() {
         real.join().unwrap();
     });
 }
+
+/// A timed wait: an unparker races the wait's own deadline (which wakes through
+/// `unpark_by_deadline`). Exactly one wins, and the waiter learns which from its cell
+/// alone, without waiting for the loser (issue 14: it used to spin for the timer's
+/// verdict).
+#[test]
+fn deadline_or_unparker_and_the_waiter_knows_which() {
+    loom::model(|| {
+        let cell = Arc::new(WaitCell::new());
+        let readied = Arc::new(AtomicBool::new(false));
+        let seq = cell.prepare();
+        let unparker = {
+            let (cell, readied) = (cell.clone(), readied.clone());
+            thread::spawn(move || {
+                let w = cell.unpark(seq);
+                if w == Wake::MustReady {
+                    readied.store(true, Ordering::Release);
+                }
+                w.woke()
+            })
+        };
+        let deadline = {
+            let (cell, readied) = (cell.clone(), readied.clone());
+            thread::spawn(move || {
+                let w = cell.unpark_by_deadline(seq);
+                if w == Wake::MustReady {
+                    readied.store(true, Ordering::Release);
+                }
+                w.woke()
+            })
+        };
+        park(&cell, &readied);
+        let by_deadline = cell.woken_by_deadline();
+        let (u, d) = (unparker.join().unwrap(), deadline.join().unwrap());
+        assert!(u ^ d, "exactly one of them wakes the wait");
+        assert_eq!(by_deadline, d, "the waiter misreads who woke it");
+    });
+}
