@@ -16,8 +16,11 @@
 //! A value that does not parse stops the program with a message naming the variable:
 //! a typo in a tuning knob should not silently fall back to a default.
 
-use crate::sched::MAX_PROCS;
 use crate::stack;
+
+/// The most Ps a runtime can have (Go's limit is higher, but a machine with more
+/// hardware threads than this is not what goro is tuned for).
+pub const MAX_PROCS: usize = 256;
 
 /// The default coroutine stack size (virtual; only touched pages cost memory).
 pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;

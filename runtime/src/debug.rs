@@ -1,21 +1,6 @@
 //! Introspection: the coroutine dump, the stack guard in use.
 
-use std::fmt::Write;
-use std::sync::atomic::Ordering;
-
 pub use crate::stack::{guard_kind as stack_guard_kind, GuardKind};
-
-use crate::park::WaitReason;
-use crate::sched::{self, g::GStatus};
-
-/// One coroutine in a [`dump`].
-#[derive(Clone, Debug)]
-struct Entry {
-    id: u64,
-    name: Option<String>,
-    state: String,
-    waited_ns: Option<i64>,
-}
 
 /// A dump of every live coroutine, like Go's goroutine dump (SIGQUIT, or a deadlock
 /// report): its id, name, state — for a parked coroutine its wait reason (chan receive,
@@ -23,67 +8,5 @@ struct Entry {
 /// has been waiting, measured on the runtime's coarse clock (sysmon's rounds: accurate
 /// to a few milliseconds). Stacks are not walked.
 pub fn dump() -> String {
-    let rt = sched::rt();
-    let now = crate::timers::nanotime();
-    let mut entries = Vec::new();
-    rt.allgs.for_each(|g| {
-        let status = g.status();
-        let (state, waited) = match status {
-            GStatus::Waiting => {
-                let reason = match g.wait_reason() {
-                    WaitReason::None => "waiting".to_string(),
-                    r => r.as_str().to_string(),
-                };
-                // Relaxed: an informational timestamp, written by the G when it parks; a stale one
-                // only skews the printed duration.
-                (reason, Some(now - g.wait_since.load(Ordering::Relaxed)))
-            }
-            GStatus::Syscall => (
-                WaitReason::BlockingCall.as_str().to_string(),
-                // Relaxed: informational, as above.
-                Some(now - g.wait_since.load(Ordering::Relaxed)),
-            ),
-            s => (s.as_str().to_string(), None),
-        };
-        entries.push(Entry {
-            id: g.id,
-            name: g.guard.name.clone(),
-            state,
-            waited_ns: waited,
-        });
-    });
-    entries.sort_by_key(|e| e.id);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "coroutine dump: {} coroutines, {} Ps, {} threads",
-        entries.len(),
-        rt.procs(),
-        // Relaxed: a count for display (see the field).
-        rt.nm_alive.load(Ordering::Relaxed)
-    );
-    for e in entries {
-        let _ = write!(out, "\ncoroutine {}", e.id);
-        if let Some(n) = &e.name {
-            let _ = write!(out, " ('{n}')");
-        }
-        let _ = write!(out, " [{}", e.state);
-        if let Some(ns) = e.waited_ns {
-            let _ = write!(out, ", {}", human(ns.max(0)));
-        }
-        out.push(']');
-    }
-    out.push('\n');
-    out
-}
-
-fn human(ns: i64) -> String {
-    let s = ns as f64 / 1e9;
-    if s >= 120.0 {
-        format!("{} minutes", (s / 60.0) as u64)
-    } else if s >= 1.0 {
-        format!("{s:.1}s")
-    } else {
-        format!("{}ms", ns / 1_000_000)
-    }
+    crate::sched::dump::dump()
 }

@@ -30,6 +30,7 @@ mod stack;
 pub mod sync_support;
 pub mod time;
 mod timers;
+mod wait;
 
 pub use config::DEFAULT_STACK_SIZE;
 pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
@@ -51,8 +52,8 @@ pub fn yield_now() {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod __loom {
-    pub use crate::park::{WaitCell, Wake};
     pub use crate::sched::idle::{DeepSleep, Spinning};
     pub use crate::sched::runq::RunNext;
     pub use crate::spawn::JoinState;
+    pub use crate::wait::{WaitCell, Wake};
 }

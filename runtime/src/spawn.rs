@@ -11,7 +11,6 @@
 //! the other's only after seeing it, so neither the result nor the wake-up is lost.
 //! `tests/loom_join.rs` checks the state machine.
 
-use std::any::Any;
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
@@ -22,6 +21,7 @@ use std::thread;
 use crate::loom::{AtomicU8, Ordering};
 use crate::park::{self, Unparker, WaitReason};
 use crate::sched;
+pub use crate::sched::panic_message;
 
 const RUNNING: u8 = 0;
 const WAITING: u8 = 1;
@@ -226,16 +226,5 @@ impl<T> fmt::Debug for JoinHandle<T> {
             .field("id", &self.id)
             .field("finished", &self.is_finished())
             .finish()
-    }
-}
-
-/// The message of a panic payload, for reports.
-pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "Box<dyn Any>"
     }
 }

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use crate::park::{WaitCell, WaitReason};
 use crate::stack::overflow::GuardInfo;
 use crate::stack::Stack;
+use crate::wait::{WaitCell, WaitReason};
 
 /// A shared reference to a G. Run queues, `runnext` and unparkers hold these.
 pub(crate) type GRef = Arc<G>;

@@ -87,6 +87,7 @@
 //! accessors ([`m::current_m`]) and never cached across one.
 
 pub(crate) mod allgs;
+pub(crate) mod dump;
 pub(crate) mod g;
 pub(crate) mod idle;
 pub(crate) mod m;
@@ -112,9 +113,7 @@ use runq::WorkSummary;
 
 pub(crate) use schedule::{park_current_g, ready, spawn_g, wakep, yield_now};
 
-/// The most Ps a runtime can have (Go's limit is higher, but a machine with more
-/// hardware threads than this is not what goro is tuned for).
-pub const MAX_PROCS: usize = 256;
+pub use crate::config::MAX_PROCS;
 /// Every this many scheduling ticks a P looks at the global queue before its own.
 pub(crate) const GLOBAL_CHECK_TICKS: u32 = 61;
 /// Rounds of stealing over all Ps before a spinning M gives up.
@@ -143,6 +142,17 @@ macro_rules! fatal {
     }};
 }
 pub(crate) use fatal;
+
+/// The message of a panic payload, for reports.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "Box<dyn Any>"
+    }
+}
 
 #[cold]
 pub(crate) fn fatal_error(args: std::fmt::Arguments<'_>) -> ! {

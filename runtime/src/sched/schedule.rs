@@ -21,8 +21,8 @@ use super::{
     fatal, rt, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX, SPIN_BUDGET_NS,
     SPIN_PASS_GAP_NS, STEAL_ROUNDS,
 };
-use crate::park::WaitReason;
 use crate::stack::{self, overflow};
+use crate::wait::WaitReason;
 
 /// An M's life: find a G, run it, repeat. A panic on the scheduler's
 /// stack (a park commit, or a bug) cannot be recovered from: it is fatal.
@@ -41,7 +41,7 @@ pub(crate) fn m_loop(m: &'static M) {
     }));
     let msg = match &r {
         Err(e) if e.is::<super::m::ExitM>() => return,
-        Err(e) => crate::spawn::panic_message(&**e),
+        Err(e) => super::panic_message(&**e),
         Ok(()) => "the loop ended",
     };
     fatal!("m_loop: M {} panicked on its scheduler stack: {msg}", m.id)

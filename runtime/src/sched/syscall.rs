@@ -20,7 +20,7 @@ use super::idle::pidleget_locked;
 use super::m::{current_g_ptr, current_m, M};
 use super::p::PStatus;
 use super::rt;
-use crate::park::WaitReason;
+use crate::wait::WaitReason;
 
 /// Runs `f`, which may block its OS thread (a blocking system call, a long computation
 /// in foreign code, a std lock), so that other coroutines keep running meanwhile: if

@@ -366,7 +366,7 @@ fn sleep(ns: Option<i64>) -> bool {
         let got = unsafe { libc::read(rfd, buf.as_mut_ptr().cast(), buf.len()) };
         if got > 0 && buf[..got as usize].contains(&b'Q') {
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "SIGQUIT: quit\n\n{}", crate::debug::dump());
+            let _ = writeln!(err, "SIGQUIT: quit\n\n{}", super::dump::dump());
             std::process::exit(2);
         }
         return got > 0;
@@ -461,7 +461,7 @@ fn report_deadlock() -> ! {
     let _ = writeln!(
         err,
         "fatal error: all coroutines are asleep - deadlock!\n\n{}",
-        crate::debug::dump()
+        super::dump::dump()
     );
     std::process::exit(2);
 }

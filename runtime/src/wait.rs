@@ -1,0 +1,263 @@
+//! The park/ready handshake word and the wait reasons: the bottom of every blocking
+//! operation, below the scheduler (which parks and readies Gs with it) and `park.rs`
+//! (which builds the blocking API on it).
+//!
+//! # The park/ready handshake
+//!
+//! Each waiter (a G, or a plain thread) has one [`WaitCell`]: a 64-bit word holding a
+//! wait *sequence number* and a two-bit state, `WAITING`, `PARKED`, `NOTIFIED`, or
+//! `NOTIFIED_BY_DEADLINE` (woken by its own deadline: see `park_commit_timeout`).
+//!
+//! - `prepare` starts wait number `seq + 1` in state `WAITING` and returns an
+//!   `Unparker` (`park.rs`) for exactly that wait. An unparker of an older wait is *stale*: it can
+//!   never wake a later one, so a wake-up that arrives late (a timer that fired while the
+//!   value was already delivered, say) cannot leak into the next wait as a spurious one.
+//! - `unpark` moves `WAITING` or `PARKED` to `NOTIFIED` (or `NOTIFIED_BY_DEADLINE`),
+//!   once. Only the call that moves `PARKED` away readies the waiter (puts the G on a
+//!   run queue, or unparks the thread); a call that finds `WAITING` leaves the readying
+//!   to the parker, below.
+//! - The parker commits with one CAS `WAITING -> PARKED`, after its commit action ran
+//!   and, for a G, after it is fully off its stack. If the CAS fails the wait was already
+//!   notified: the G is resumed at once (or the thread returns) without sleeping.
+//!
+//! So a wake-up racing with a park is never lost and never doubled: exactly one side sees
+//! the other's transition. `tests/loom_park.rs` checks this with plain threads.
+
+use std::fmt;
+
+use crate::loom::{AtomicU64, Ordering};
+
+const STATE_MASK: u64 = 0b11;
+/// The wait is prepared; its owner has not committed to sleeping yet.
+const WAITING: u64 = 0;
+/// The owner is asleep (a G off its stack, a thread in `thread::park`); whoever moves
+/// the cell away from this state must ready it.
+const PARKED: u64 = 1;
+/// The wait was woken. Terminal for its sequence number.
+const NOTIFIED: u64 = 2;
+/// The wait was woken by its own deadline (`WaitCell::unpark_by_deadline`). Terminal.
+const NOTIFIED_BY_DEADLINE: u64 = 3;
+const SEQ_SHIFT: u32 = 2;
+
+/// What [`WaitCell::unpark`] did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The unparker belongs to an older wait: nothing happened.
+    Stale,
+    /// Another unparker of this wait got there first: nothing happened.
+    AlreadyWoken,
+    /// The owner had not parked yet; its commit CAS will fail and it will not sleep.
+    Notified,
+    /// The owner was parked: the caller must ready it now.
+    MustReady,
+}
+
+impl Wake {
+    /// Whether this call is the one that woke the wait.
+    pub fn woke(self) -> bool {
+        matches!(self, Wake::Notified | Wake::MustReady)
+    }
+}
+
+/// The park/ready handshake word of one waiter (see the module doc).
+///
+/// Written by: the owner (`prepare`, `try_park`) and by any unparker (`unpark`).
+pub struct WaitCell {
+    word: AtomicU64,
+}
+
+impl Default for WaitCell {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WaitCell {
+    /// A cell with no wait in progress.
+    pub fn new() -> Self {
+        // Sequence 0 is never handed out (prepare starts at 1); its state is NOTIFIED
+        // so that a park without a prepare returns at once instead of sleeping forever.
+        WaitCell {
+            word: AtomicU64::new(NOTIFIED),
+        }
+    }
+
+    /// Owner only: starts the next wait and returns its sequence number.
+    pub fn prepare(&self) -> u64 {
+        // Relaxed load: only the owner ever changes the sequence number, so this thread
+        // already has the latest one.
+        let seq = (self.word.load(Ordering::Relaxed) >> SEQ_SHIFT) + 1;
+        // Release: nothing to publish strictly (the unparker reaches the waiter through
+        // a lock or a queue that orders it after this store), but it keeps the new
+        // sequence visible no later than the unparker that carries it. A stale unparker
+        // whose CAS lands before this store just loses its wake-up, which is its fate.
+        self.word
+            .store((seq << SEQ_SHIFT) | WAITING, Ordering::Release);
+        seq
+    }
+
+    /// Owner only: commits to sleeping. Returns true if the owner is now parked (an
+    /// unparker will ready it) and false if the wait was already notified.
+    pub fn try_park(&self) -> bool {
+        let cur = self.word.load(Ordering::Relaxed);
+        let seq = cur >> SEQ_SHIFT;
+        // Success is Release: everything the owner wrote before sleeping (for a G, its
+        // suspended stack) is published to the unparker that moves PARKED away, whose
+        // Acquire pairs with it and who then hands the G on through a run queue.
+        // Failure is Acquire: pairs with the unparker's Release so the owner sees what
+        // the waker wrote before waking it.
+        self.word
+            .compare_exchange(
+                (seq << SEQ_SHIFT) | WAITING,
+                (seq << SEQ_SHIFT) | PARKED,
+                Ordering::Release,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+
+    /// Owner only: the sequence number of the current wait.
+    pub fn seq(&self) -> u64 {
+        self.word.load(Ordering::Relaxed) >> SEQ_SHIFT
+    }
+
+    /// Owner only: whether the current wait has been woken.
+    pub fn is_notified(&self) -> bool {
+        // Acquire: pairs with the Release of the unparker's CAS.
+        self.word.load(Ordering::Acquire) & STATE_MASK >= NOTIFIED
+    }
+
+    /// Owner only, once the current wait has been woken: whether its deadline woke it
+    /// (rather than an unparker).
+    pub fn woken_by_deadline(&self) -> bool {
+        // Relaxed: the owner read the notification with Acquire (or failed its park
+        // CAS with Acquire) before asking; only the state bits matter here.
+        self.word.load(Ordering::Relaxed) & STATE_MASK == NOTIFIED_BY_DEADLINE
+    }
+
+    /// Anyone: wakes wait `seq` if it is still the current one.
+    pub fn unpark(&self, seq: u64) -> Wake {
+        self.notify(seq, NOTIFIED)
+    }
+
+    /// The deadline of wait `seq` fired: wakes it like `unpark`, marking that the
+    /// deadline did it, so the owner can tell without asking the timer.
+    pub fn unpark_by_deadline(&self, seq: u64) -> Wake {
+        self.notify(seq, NOTIFIED_BY_DEADLINE)
+    }
+
+    fn notify(&self, seq: u64, notified: u64) -> Wake {
+        // Acquire so that a MustReady caller sees the owner's parked state.
+        let mut cur = self.word.load(Ordering::Acquire);
+        loop {
+            if cur >> SEQ_SHIFT != seq {
+                return Wake::Stale;
+            }
+            let state = cur & STATE_MASK;
+            if state >= NOTIFIED {
+                return Wake::AlreadyWoken;
+            }
+            // AcqRel: Acquire pairs with the owner's Release in try_park; Release
+            // publishes what the waker wrote (a value handed over, say) to the owner.
+            match self.word.compare_exchange_weak(
+                cur,
+                (seq << SEQ_SHIFT) | notified,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) if state == PARKED => return Wake::MustReady,
+                Ok(_) => return Wake::Notified,
+                Err(now) => cur = now,
+            }
+        }
+    }
+}
+
+/// Why a coroutine is parked; shown by the coroutine dump.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum WaitReason {
+    /// Not waiting, or waiting for a reason nobody named.
+    None = 0,
+    /// A bare `park` call.
+    Park,
+    /// `JoinHandle::join`.
+    Join,
+    /// A channel receive.
+    ChanReceive,
+    /// A channel send.
+    ChanSend,
+    /// A `select!` with no ready arm.
+    Select,
+    /// `Mutex::lock`.
+    Mutex,
+    /// `RwLock::read` or `write`.
+    RwLock,
+    /// A semaphore acquire.
+    Sema,
+    /// `Cond::wait`.
+    Cond,
+    /// `WaitGroup::wait`.
+    WaitGroup,
+    /// `time::sleep`.
+    Sleep,
+    /// Waiting for a socket to become readable.
+    IoRead,
+    /// Waiting for a socket to become writable.
+    IoWrite,
+    /// In a blocking call.
+    BlockingCall,
+}
+
+impl WaitReason {
+    pub(crate) fn from_u8(v: u8) -> WaitReason {
+        use WaitReason::*;
+        const ALL: [WaitReason; 15] = [
+            None,
+            Park,
+            Join,
+            ChanReceive,
+            ChanSend,
+            Select,
+            Mutex,
+            RwLock,
+            Sema,
+            Cond,
+            WaitGroup,
+            Sleep,
+            IoRead,
+            IoWrite,
+            BlockingCall,
+        ];
+        ALL.get(v as usize).copied().unwrap_or(None)
+    }
+
+    /// The name Go's goroutine dump would print for this wait.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitReason::None => "running",
+            WaitReason::Park => "park",
+            WaitReason::Join => "join",
+            WaitReason::ChanReceive => "chan receive",
+            WaitReason::ChanSend => "chan send",
+            WaitReason::Select => "select",
+            WaitReason::Mutex => "mutex",
+            WaitReason::RwLock => "rwlock",
+            WaitReason::Sema => "sema",
+            WaitReason::Cond => "cond",
+            WaitReason::WaitGroup => "waitgroup",
+            WaitReason::Sleep => "sleep",
+            WaitReason::IoRead => "io read",
+            WaitReason::IoWrite => "io write",
+            WaitReason::BlockingCall => "blocking call",
+        }
+    }
+}
+
+impl fmt::Display for WaitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
