@@ -1,61 +1,15 @@
 //! The netpoller: one epoll instance per runtime (`epoll.rs`), where the last M to go
-//! idle sleeps until the earliest timer of any P or a socket event, and the poll
-//! descriptors of the sockets registered with it.
+//! idle sleeps until the earliest timer of any P or an event on a registered fd.
 //!
-//! # Poll descriptors and their slot states
+//! It sits below the scheduler: it knows fds, keys and deadlines, and hands each event
+//! to the [`PollTarget`] registered for its fd (the socket layer's poll descriptor,
+//! `net/poll.rs`), which wakes its waiters and returns the coroutines among them. The
+//! poll returns that list to its caller, who queues it (Go: `netpoll` returns a gList,
+//! `injectglist` queues it): the blocking M globally, then it takes a P and runs the
+//! first; a quick poll from `find_runnable` into its own P's queue.
 //!
-//! Every socket is registered once, edge-triggered, for reading, writing and the
-//! peer's shutdown (`EPOLLRDHUP`), under a key that indexes the descriptor table with
-//! a generation (so an event for a closed descriptor whose slot was reused is dropped).
-//! A [`PollDesc`] has a reader slot and a writer slot, each, under its small lock,
-//! `ready` (an edge arrived that nobody was woken for) and a FIFO queue of waiters.
-//! I/O is tried first; on `WouldBlock` the caller waits on the slot
-//! (`PollDesc::wait`): a `ready` slot is consumed at once, else the caller queues and
-//! parks, releasing the slot's lock after its switch. `close` marks both slots closed
-//! and wakes every waiter with an error.
-//!
-//! # Many waiters, one turn at a time
-//!
-//! std lets any number of threads wait on one socket through `&self` (two acceptors
-//! on one listener, two readers of a stream, two `recv_from` on a UDP socket); Go
-//! serialises each direction with its fdMutex. goro queues them, and an edge wakes only
-//! the queue's head (no thundering herd). Being woken from the queue, or consuming
-//! `ready`, gives the caller a **turn**: it retries its call, and when that call did not
-//! fail with `WouldBlock` and may have left the socket ready (an accept, a datagram, a
-//! full read), it passes the turn to the next waiter (`PollDesc::pass`), which
-//! retries in its turn. A call that finds the socket empty just waits again, at the
-//! front of the queue. So one edge for two queued connections serves both acceptors,
-//! one after the other.
-//!
-//! No waiter sleeps on a ready socket: a caller parks only if no edge came since it
-//! read the slot's edge count before its failed call (`wait` takes that count), so any
-//! data that arrived after the call has an edge still to come, which wakes the head or
-//! sets `ready`; and the turn holder passes to every waiter that was queued before the
-//! edge that gave it its turn. An edge that makes the slot ready for good (a hang-up,
-//! an error, the peer's FIN) wakes every waiter, since each of them will get the same
-//! answer at once.
-//!
-//! # Skipping the failing call
-//!
-//! A stream read that returns less than it asked for has emptied the socket, and a
-//! short write has filled it: the next call in that direction would fail with
-//! `WouldBlock`. So after one, the slot's readiness is cleared (`PollDesc::clear`) and
-//! the next operation waits for an edge before making its call (tokio does the same;
-//! Go makes the failing call); the hint names the edge count it was taken at, so an
-//! operation that reads a later count makes its call. An echo server's reads went
-//! from 1.45 system calls per request to 1. Clearing is safe only if no edge that came after the operation
-//! started is forgotten: every edge bumps the slot's count, the operation reads the
-//! count before its call, and `clear` does nothing if the count moved. Three edges
-//! stay for good and are never cleared: a hang-up or error; the peer's FIN
-//! (`EPOLLRDHUP`), because data and a FIN that arrive before a read raise one edge
-//! between them, and after the short read that takes the data no edge would come for
-//! the EOF; and urgent data (`EPOLLPRI`), because a read stops short at the urgent
-//! mark with the rest of the data queued behind it.
-//!
-//! Only one M blocks in the poller at a time (`busy`), and a quick poll never runs
-//! beside it (it needs the event buffer's lock, which the blocking M holds). The
-//! blocking M publishes the deadline it sleeps until in `until`; whoever adds a timer
-//! earlier than that breaks the wait with `Netpoll::notify` (Go: netpollBreak).
+//! Registrations live in a table whose keys carry a generation (so an event for a
+//! closed descriptor whose slot was reused is dropped).
 //!
 //! # The poller's Dekker pair
 //!
@@ -89,22 +43,20 @@
 //! on a machine that wakes promptly it costs ~20 µs of CPU per timer expiry, here
 //! ~200 µs.
 
-use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{
-    fence, AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering,
-};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use crate::epoll::{self, Epoll, RawEvent, TIMER_KEY, WAKE_KEY};
-
-use crate::park::{self, Unparker, WaitReason};
+use crate::epoll::{Epoll, RawEvent, TIMER_KEY, WAKE_KEY};
 use crate::timers::{nanotime, until};
 use goro_timers::MAX_WHEN;
 
-pub(crate) struct Netpoll {
+/// The poller of a runtime whose wake-ups are `W`s (the runtime's: `GRef`, the
+/// coroutines to queue): generic so that this layer, below the scheduler, names none of
+/// its types.
+pub(crate) struct Netpoll<W> {
     poller: Epoll,
     /// Whether an M is (about to be) blocked in the poller. Taken with a swap.
     busy: AtomicBool,
@@ -116,7 +68,7 @@ pub(crate) struct Netpoll {
     /// Written only by the M in the poller; read by anyone.
     late_avg: AtomicI64,
     /// Registered descriptors, by key.
-    table: Mutex<Table>,
+    table: Mutex<Table<W>>,
     /// Callers parked on a descriptor slot: while there are any, an idle M blocks in
     /// the poller even with no timer pending, and `find_runnable` polls.
     waiters: AtomicUsize,
@@ -126,10 +78,19 @@ pub(crate) struct Netpoll {
     last_poll: AtomicI64,
 }
 
+/// What an event for a registered fd goes to (the socket layer's poll descriptor).
+pub(crate) trait PollTarget<W>: Send + Sync {
+    /// An event with epoll's `bits` arrived: wake whoever it wakes, and push the
+    /// coroutines among them on `woken` for the caller of the poll to queue.
+    fn event(&self, bits: u32, woken: &mut Vec<W>);
+}
+
+/// A registration's target, as the table holds it.
+type Target<W> = Arc<dyn PollTarget<W>>;
+
 /// The descriptor table: a slab whose keys carry a generation.
-#[derive(Default)]
-struct Table {
-    slots: Vec<(u32, Option<Arc<PollDesc>>)>,
+struct Table<W> {
+    slots: Vec<(u32, Option<Target<W>>)>,
     free: Vec<u32>,
 }
 
@@ -140,15 +101,18 @@ const EVENTS_CAP: usize = 128;
 pub(crate) const MIN_EARLY_NS: i64 = 20_000;
 pub(crate) const MAX_EARLY_NS: i64 = 250_000;
 
-impl Netpoll {
-    pub(crate) fn new() -> std::io::Result<Netpoll> {
+impl<W> Netpoll<W> {
+    pub(crate) fn new() -> std::io::Result<Netpoll<W>> {
         Ok(Netpoll {
             poller: Epoll::new()?,
             busy: AtomicBool::new(false),
             until: AtomicI64::new(0),
             events: Mutex::new(Vec::with_capacity(EVENTS_CAP)),
             late_avg: AtomicI64::new(MIN_EARLY_NS),
-            table: Mutex::new(Table::default()),
+            table: Mutex::new(Table {
+                slots: Vec::new(),
+                free: Vec::new(),
+            }),
             waiters: AtomicUsize::new(0),
             registered: AtomicUsize::new(0),
             last_poll: AtomicI64::new(0),
@@ -165,9 +129,14 @@ impl Netpoll {
         self.registered.load(Ordering::Relaxed)
     }
 
-    /// Registers `fd` (a non-blocking socket) and returns its descriptor. The caller
-    /// must call [`Netpoll::deregister`] before closing `fd`.
-    pub(crate) fn register(&self, fd: RawFd) -> io::Result<Arc<PollDesc>> {
+    /// Registers `fd` (a non-blocking socket) with the target `make(key)` builds, and
+    /// returns the target. The caller must call [`Netpoll::deregister`] with the key
+    /// before closing `fd`.
+    pub(crate) fn register<T: PollTarget<W> + 'static>(
+        &self,
+        fd: RawFd,
+        make: impl FnOnce(usize) -> T,
+    ) -> io::Result<Arc<T>> {
         let (key, pd) = {
             let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
             let idx = match t.free.pop() {
@@ -180,8 +149,8 @@ impl Netpoll {
             let slot = &mut t.slots[idx as usize];
             slot.0 = slot.0.wrapping_add(1);
             let key = ((slot.0 as usize) << 32) | idx as usize;
-            let pd = Arc::new(PollDesc::new(fd, key));
-            slot.1 = Some(pd.clone());
+            let pd = Arc::new(make(key));
+            slot.1 = Some(pd.clone() as Target<W>);
             (key, pd)
         };
         if let Err(e) = self.poller.add(fd, key as u64) {
@@ -193,12 +162,12 @@ impl Netpoll {
         Ok(pd)
     }
 
-    /// Removes a descriptor from the poller (before its fd is closed) and closes it.
-    pub(crate) fn deregister(&self, pd: &PollDesc) {
-        pd.close();
+    /// Removes `fd`, registered under `key`, from the poller (before it is closed):
+    /// no event reaches its target from now on.
+    pub(crate) fn deregister(&self, key: usize, fd: RawFd) {
         // The fd is still open (the caller closes it after this call).
-        let _ = self.poller.delete(pd.fd);
-        self.forget(pd.key);
+        let _ = self.poller.delete(fd);
+        self.forget(key);
         self.registered.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -213,15 +182,16 @@ impl Netpoll {
         }
     }
 
-    fn lookup(&self, key: usize) -> Option<Arc<PollDesc>> {
+    fn lookup(&self, key: usize) -> Option<Target<W>> {
         let t = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let (gen, pd) = t.slots.get(key & 0xffff_ffff)?;
         (*gen as usize == key >> 32).then(|| pd.clone()).flatten()
     }
 
-    /// Readies the waiters of the descriptors in `events`. `quick`: they come from a
-    /// non-blocking poll, not from the M that blocks in the poller.
-    fn dispatch(&self, events: &[RawEvent], quick: bool) {
+    /// Hands `events` to their targets; the coroutines they wake go on `woken`.
+    /// `quick`: they come from a non-blocking poll, not from the M that blocks in the
+    /// poller.
+    fn dispatch(&self, events: &[RawEvent], quick: bool, woken: &mut Vec<W>) {
         for ev in events {
             let (bits, key) = (ev.events, ev.u64);
             if key == WAKE_KEY {
@@ -237,34 +207,22 @@ impl Netpoll {
             if key == TIMER_KEY {
                 continue;
             }
-            let Some(pd) = self.lookup(key as usize) else {
-                continue;
-            };
-            // An error or a hang-up readies both slots for good. The peer's shutdown
-            // (RDHUP) readies the reader's for good: a read returns 0 from now on. So
-            // does urgent data (PRI): a read stops short at its mark with data queued
-            // behind it, so a short read no longer means the socket is empty.
-            let err = bits & (epoll::ERR | epoll::HUP) != 0;
-            if bits & (epoll::IN | epoll::PRI | epoll::RDHUP) != 0 || err {
-                pd.read
-                    .ready(err || bits & (epoll::RDHUP | epoll::PRI) != 0);
-            }
-            if bits & epoll::OUT != 0 || err {
-                pd.write.ready(err);
+            if let Some(target) = self.lookup(key as usize) {
+                target.event(bits, woken);
             }
         }
     }
 
-    /// Polls without blocking and readies whoever the events wake (from an M with a
-    /// P: into its run queue). Does nothing if an M is in the poller or another poll is
-    /// under way.
+    /// Polls without blocking; the coroutines the events wake go on `woken`, for the
+    /// caller to queue. Does nothing if an M is in the poller or another poll is under
+    /// way.
     ///
     /// It does not take `busy`: `busy` means "an M sleeps here", and an idle M that
     /// found it taken by a quick poll would stop instead of sleeping in the poller,
     /// leaving nobody to watch the sockets and timers once the poll ended (a lost
     /// wake-up seen as a hung socket read). The quick poll only takes the event buffer's
     /// lock, which the blocking M holds while it waits, so the two never overlap.
-    pub(crate) fn poll_now(&self) {
+    pub(crate) fn poll_now(&self, woken: &mut Vec<W>) {
         if self.busy.load(Ordering::Relaxed) {
             return;
         }
@@ -272,7 +230,7 @@ impl Netpoll {
             return;
         };
         if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
-            self.dispatch(&events, true);
+            self.dispatch(&events, true, woken);
         }
         // Relaxed: a timestamp for sysmon's backstop heuristic; a stale one costs at most
         // one extra non-blocking poll.
@@ -295,15 +253,17 @@ impl Netpoll {
     }
 
     /// Blocks the calling M (which holds no P) until `earliest()` — the earliest timer
-    /// of any P, 0 for none — or a notification. Returns false at once, without
-    /// blocking, if another M is already in the poller or there is nothing to wait for.
-    pub(crate) fn block(&self, earliest: impl Fn() -> i64) -> bool {
+    /// of any P, 0 for none — or a notification; the coroutines the events woke go on
+    /// `woken`, for the caller to queue (Go: netpoll returns a gList). Returns false at
+    /// once, without blocking, if another M is already in the poller or there is
+    /// nothing to wait for.
+    pub(crate) fn block(&self, earliest: impl Fn() -> i64, woken: &mut Vec<W>) -> bool {
         if self.busy.swap(true, Ordering::Acquire) {
             return false;
         }
         let mut deadline = earliest();
         if deadline == 0 {
-            // SeqCst: the blocker half of the Dekker pair with `PollDesc::wait`. If we
+            // SeqCst: the blocker half of the Dekker pair with `waiter_arrived`. If we
             // miss a waiter here, it sees `until` still 0 and wakes an M.
             if self.waiters.load(Ordering::SeqCst) == 0 {
                 self.busy.store(false, Ordering::Release);
@@ -329,7 +289,7 @@ impl Netpoll {
             let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
             // An error here only means we wake early; the caller re-checks.
             let _ = self.poller.wait(&mut events, timeout);
-            self.dispatch(&events, false);
+            self.dispatch(&events, false, woken);
             events.iter().any(|ev| ev.u64 < TIMER_KEY)
         };
         let now = nanotime();
@@ -363,353 +323,33 @@ impl Netpoll {
         true
     }
 
+    /// A caller is about to park on a registered fd: counts it, and returns whether
+    /// the caller must wake an M (`wakep`) because none is committed to the poller.
+    ///
+    /// The waiter half of a Dekker pair with `block`: count ourselves, then look for an
+    /// M committed to the poller (`until` set). If there is none, wake one (an idle M
+    /// that finds nothing else to do blocks in the poller now). `busy` would not do: an
+    /// M that took it and then saw no waiter (before our increment) drops it again
+    /// without blocking. A `true` ends with a SeqCst fence, as `wakep` requires of
+    /// what it follows.
+    pub(crate) fn waiter_arrived(&self) -> bool {
+        if self.waiters.fetch_add(1, Ordering::SeqCst) == 0
+            && self.until.load(Ordering::SeqCst) == 0
+        {
+            fence(Ordering::SeqCst);
+            return true;
+        }
+        false
+    }
+
+    /// A caller counted by `waiter_arrived` is awake again.
+    pub(crate) fn waiter_left(&self) {
+        // SeqCst: the count is one side of `block`'s Dekker pair (see above).
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+    }
+
     /// Breaks the poller's wait (or makes the next one return at once).
     pub(crate) fn notify(&self) {
         self.poller.notify();
-    }
-}
-
-/// Which slot of a descriptor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Dir {
-    Read,
-    Write,
-}
-
-/// A registered socket's readiness (see "poll descriptors and their slot states").
-pub(crate) struct PollDesc {
-    fd: RawFd,
-    key: usize,
-    read: Slot,
-    write: Slot,
-    /// Set once by `close` (before the slots learn it under their locks); read
-    /// without a lock by every operation before its call.
-    closed: AtomicBool,
-}
-
-struct Slot {
-    state: Mutex<SlotState>,
-    /// Edges seen so far. Written only under `state`'s lock; read without it by
-    /// operations before their call (see `PollDesc::seq`).
-    seq: AtomicU32,
-    /// A hint: `DRAINED | seq` when an operation that started at edge count `seq`
-    /// drained the socket in this direction (then `ready` is false too), 0 when an
-    /// edge came since. Written only under `state`'s lock.
-    drained: AtomicU64,
-    /// How many callers are queued: written under `state`'s lock, read without it by
-    /// `PollDesc::pass` to skip the lock when nobody waits (see its comment).
-    queued: AtomicU32,
-}
-
-/// The flag of `Slot::drained`.
-const DRAINED: u64 = 1 << 32;
-
-#[derive(Default)]
-struct SlotState {
-    /// An edge arrived that no waiter was woken for and none has consumed.
-    ready: bool,
-    /// Parked callers in arrival order, by ticket (see "many waiters").
-    waiters: VecDeque<(u64, Unparker)>,
-    next_ticket: u64,
-    closed: bool,
-    /// An edge said the socket stays ready in this direction (see `Slot::ready`):
-    /// `ready` is never cleared again.
-    for_good: bool,
-}
-
-impl SlotState {
-    /// Unlinks and returns the waiters an edge or a pass wakes: the head, or all of
-    /// them once the slot is ready for good or closed.
-    fn take_woken(&mut self, queued: &AtomicU32) -> VecDeque<(u64, Unparker)> {
-        let woken = if self.for_good || self.closed {
-            std::mem::take(&mut self.waiters)
-        } else {
-            self.waiters.pop_front().into_iter().collect()
-        };
-        // Relaxed: see `Slot::queued`.
-        queued.store(self.waiters.len() as u32, Ordering::Relaxed);
-        woken
-    }
-}
-
-/// The error of an operation on a closed socket.
-pub(crate) fn closed_error() -> io::Error {
-    io::Error::new(io::ErrorKind::NotConnected, "use of a closed socket")
-}
-
-impl Slot {
-    fn new() -> Slot {
-        Slot {
-            state: Mutex::new(SlotState::default()),
-            seq: AtomicU32::new(0),
-            drained: AtomicU64::new(0),
-            queued: AtomicU32::new(0),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// An edge: wake the head waiter, or mark the slot ready if nobody waits.
-    /// `for_good`: the socket stays ready in this direction (an error, a hang-up, the
-    /// peer's FIN): mark it ready and wake everyone.
-    fn ready(&self, for_good: bool) {
-        let woken = {
-            let mut st = self.lock();
-            st.for_good |= for_good;
-            // Relaxed: both change only under the lock, whose release publishes them to
-            // `clear` and `wait` (under the same lock); lock-free readers take them as
-            // hints, or re-check under the lock.
-            self.seq.store(
-                self.seq.load(Ordering::Relaxed).wrapping_add(1),
-                Ordering::Relaxed,
-            );
-            self.drained.store(0, Ordering::Relaxed);
-            let woken = st.take_woken(&self.queued);
-            if woken.is_empty() || st.for_good {
-                st.ready = true;
-            }
-            woken
-        };
-        for (_, u) in woken {
-            u.unpark();
-        }
-    }
-
-    fn close(&self) {
-        let woken = {
-            let mut st = self.lock();
-            st.closed = true;
-            st.take_woken(&self.queued)
-        };
-        for (_, u) in woken {
-            u.unpark();
-        }
-    }
-}
-
-impl PollDesc {
-    fn new(fd: RawFd, key: usize) -> PollDesc {
-        PollDesc {
-            fd,
-            key,
-            read: Slot::new(),
-            write: Slot::new(),
-            closed: AtomicBool::new(false),
-        }
-    }
-
-    fn slot(&self, dir: Dir) -> &Slot {
-        match dir {
-            Dir::Read => &self.read,
-            Dir::Write => &self.write,
-        }
-    }
-
-    /// The count of edges seen in `dir`, to pass to [`PollDesc::clear`] after an
-    /// operation that may have drained the socket. Read before the operation starts.
-    pub(crate) fn seq(&self, dir: Dir) -> u32 {
-        // Acquire: the system call that follows must not be ordered before this load.
-        // A stale (older) count only makes `clear` decline.
-        self.slot(dir).seq.load(Ordering::Acquire)
-    }
-
-    /// Whether an operation that started at edge count `seq` (this operation's, from
-    /// [`PollDesc::seq`]) drained the socket in `dir`: this one may skip its system
-    /// call and wait for an edge first (see `clear`).
-    pub(crate) fn drained(&self, dir: Dir, seq: u32) -> bool {
-        // Relaxed: a hint. A stale 0 costs one system call that fails with
-        // `WouldBlock`. A stale `DRAINED | seq` cannot name a later edge count than
-        // the caller read, so it never makes a caller skip a call after an edge it has
-        // seen; `wait` re-checks the count under the lock.
-        self.slot(dir).drained.load(Ordering::Relaxed) == DRAINED | seq as u64
-    }
-
-    /// An operation that started when the edge count was `seq` found the socket empty
-    /// (`WouldBlock`) or drained it (a short read or write): forget the readiness the
-    /// edges so far announced, unless an edge came since `seq`. Every edge after the
-    /// operation started raises the count, so a readiness it announced is never lost
-    /// (tokio's `clear_readiness` with its tick works the same way).
-    pub(crate) fn clear(&self, dir: Dir, seq: u32) {
-        let slot = self.slot(dir);
-        let mut st = slot.lock();
-        if slot.seq.load(Ordering::Relaxed) == seq && !st.closed && !st.for_good {
-            st.ready = false;
-            slot.drained.store(DRAINED | seq as u64, Ordering::Relaxed);
-        }
-    }
-
-    /// Whether `close` was called.
-    pub(crate) fn is_closed(&self) -> bool {
-        // Relaxed: a fast refusal only. An operation that misses a concurrent close
-        // makes its call as it would have had it started a moment earlier, and if it
-        // then waits it finds the close under the slot's lock.
-        self.closed.load(Ordering::Relaxed)
-    }
-
-    /// Closes both slots and wakes their waiters, which get `closed_error`.
-    pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Relaxed);
-        self.read.close();
-        self.write.close();
-    }
-
-    /// Waits for a turn in `dir` (see "many waiters"): returns `Ok` when the caller
-    /// should retry its I/O, `TimedOut` at `deadline`, `closed_error` once the
-    /// descriptor is closed. `seq` is the edge count the caller read before the call
-    /// that failed with `WouldBlock` (or that it skipped as `drained`): an edge since
-    /// then is a turn at once. `front`: the caller's last turn found the socket empty,
-    /// so it waits again at the head of the queue, where it was. Parks a coroutine,
-    /// blocks a thread.
-    pub(crate) fn wait(
-        &self,
-        dir: Dir,
-        seq: u32,
-        deadline: Option<Instant>,
-        front: bool,
-    ) -> io::Result<()> {
-        let rt = crate::sched::rt();
-        let slot = self.slot(dir);
-        let reason = match dir {
-            Dir::Read => WaitReason::IoRead,
-            Dir::Write => WaitReason::IoWrite,
-        };
-        let mut st = slot.lock();
-        if st.closed {
-            return Err(closed_error());
-        }
-        // Relaxed: under the lock that every edge takes to change it.
-        if st.ready || slot.seq.load(Ordering::Relaxed) != seq {
-            if !st.for_good {
-                st.ready = false;
-            }
-            return Ok(());
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(timed_out());
-        }
-        let ticket = st.next_ticket;
-        st.next_ticket += 1;
-        let me = (ticket, park::prepare());
-        if front {
-            st.waiters.push_front(me);
-        } else {
-            st.waiters.push_back(me);
-        }
-        // Relaxed: see `Slot::queued`.
-        slot.queued
-            .store(st.waiters.len() as u32, Ordering::Relaxed);
-        // The waiter half of a Dekker pair with `block`: count ourselves, then look
-        // for an M committed to the poller (`until` set). If there is none, wake
-        // one (an idle M that finds nothing else to do blocks in the poller now).
-        // `busy` would not do: an M that took it and then saw no waiter (before our
-        // increment) drops it again without blocking.
-        if rt.netpoll.waiters.fetch_add(1, Ordering::SeqCst) == 0
-            && rt.netpoll.until.load(Ordering::SeqCst) == 0
-        {
-            fence(Ordering::SeqCst);
-            crate::sched::wakep();
-        }
-        // The slot's lock is released after the switch (the park's commit), so an
-        // event cannot slip between our check and our sleep.
-        match deadline {
-            Some(d) => {
-                park::park_commit_timeout(reason, d, move || drop(st));
-            }
-            None => park::park_commit(reason, move || drop(st)),
-        }
-        rt.netpoll.waiters.fetch_sub(1, Ordering::SeqCst);
-        let mut st = slot.lock();
-        if let Some(i) = st.waiters.iter().position(|(t, _)| *t == ticket) {
-            // Still queued, so not woken by an edge, a pass or a close: the deadline
-            // woke us. (Unlinked, we hold a turn even if the deadline fired too.)
-            st.waiters.remove(i);
-            slot.queued
-                .store(st.waiters.len() as u32, Ordering::Relaxed);
-            return Err(timed_out());
-        }
-        if st.closed {
-            return Err(closed_error());
-        }
-        Ok(())
-    }
-
-    /// Ends a turn (see "many waiters"): the caller's retried call did not fail with
-    /// `WouldBlock` and may have left the socket ready in `dir`, so the next waiter
-    /// gets a turn.
-    pub(crate) fn pass(&self, dir: Dir) {
-        let slot = self.slot(dir);
-        // Relaxed, and no lock when it reads 0: the waiters a turn must pass to are
-        // those queued before the edge (or the readiness) that gave the turn, and each
-        // of those increments happened before that edge took the slot's lock, which
-        // happened before this caller was woken (the park/ready handshake orders the
-        // rest). A waiter queued after that edge saw its count change, or made its
-        // call after it, so it needs no pass.
-        if slot.queued.load(Ordering::Relaxed) == 0 {
-            return;
-        }
-        let woken = slot.lock().take_woken(&slot.queued);
-        for (_, u) in woken {
-            u.unpark();
-        }
-    }
-}
-
-/// The error of an operation whose deadline passed.
-pub(crate) fn timed_out() -> io::Error {
-    io::Error::new(io::ErrorKind::TimedOut, "i/o timeout")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The readiness-clearing rules of `PollDesc::clear` against a model of one slot.
-    #[test]
-    fn clear_forgets_only_what_came_before_the_operation() {
-        let pd = PollDesc::new(-1, 0);
-        let d = Dir::Read;
-        let drained = |pd: &PollDesc, d| pd.drained(d, pd.seq(d));
-        assert!(!drained(&pd, d));
-        // An edge, then an operation that drains the socket: cleared.
-        pd.read.ready(false);
-        let seq = pd.seq(d);
-        pd.clear(d, seq);
-        assert!(drained(&pd, d));
-        assert!(!pd.read.lock().ready);
-        // A new edge undoes it, and the hint never names a later edge count.
-        pd.read.ready(false);
-        assert!(!drained(&pd, d));
-        assert!(!pd.drained(d, seq.wrapping_add(1)));
-        assert!(pd.read.lock().ready);
-        // An edge during the operation (after its `seq`): not cleared.
-        let seq = pd.seq(d);
-        pd.read.ready(false);
-        pd.clear(d, seq);
-        assert!(!drained(&pd, d));
-        assert!(pd.read.lock().ready);
-        // The other direction is untouched throughout.
-        assert!(!drained(&pd, Dir::Write));
-        // A hang-up or the peer's FIN stays: never cleared.
-        pd.read.ready(true);
-        let seq = pd.seq(d);
-        pd.clear(d, seq);
-        assert!(!drained(&pd, d));
-        assert!(pd.read.lock().ready);
-        // A closed slot is not cleared either (its waiters get the close error).
-        let pd = PollDesc::new(-1, 0);
-        pd.close();
-        pd.clear(Dir::Write, pd.seq(Dir::Write));
-        assert!(!drained(&pd, Dir::Write));
-    }
-
-    /// The count wraps instead of overflowing (a long-lived socket sees 2^32 edges).
-    #[test]
-    fn seq_wraps() {
-        let pd = PollDesc::new(-1, 0);
-        pd.write.seq.store(u32::MAX, Ordering::Relaxed);
-        pd.write.ready(false);
-        assert_eq!(pd.seq(Dir::Write), 0);
     }
 }

@@ -115,6 +115,22 @@ impl Unparker {
         self.wake(WaitCell::unpark)
     }
 
+    /// Like [`Unparker::unpark`], except that a coroutine to ready is pushed on `batch`
+    /// instead of being queued: the caller queues the batch (the poller's, through its
+    /// caller: see `netpoll.rs`). A thread is unparked at once.
+    pub(crate) fn unpark_into(self, batch: &mut Vec<GRef>) -> bool {
+        match self.target {
+            Target::G(g) => {
+                let wake = g.wait.unpark(self.seq);
+                if wake == Wake::MustReady {
+                    batch.push(g);
+                }
+                wake.woke()
+            }
+            Target::Thread(_) => self.unpark(),
+        }
+    }
+
     /// `unpark` for the wait's own deadline (see `park_commit_timeout`).
     fn unpark_by_deadline(self) -> bool {
         self.wake(WaitCell::unpark_by_deadline)

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::{each_addr, Registered};
-use crate::netpoll::Dir;
+use super::poll::Dir;
+use super::socket::{each_addr, Registered};
 
 /// The first back-off after `accept` finds no descriptor left (EMFILE, ENFILE).
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
@@ -300,4 +300,4 @@ impl Write for &TcpStream {
     }
 }
 
-super::impl_socket!(TcpListener, TcpStream);
+super::socket::impl_socket!(TcpListener, TcpStream);

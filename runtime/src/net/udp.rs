@@ -4,8 +4,8 @@ use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
-use super::{each_addr, Registered};
-use crate::netpoll::Dir;
+use super::poll::Dir;
+use super::socket::{each_addr, Registered};
 
 /// A UDP socket on the netpoller.
 pub struct UdpSocket {
@@ -39,7 +39,7 @@ impl UdpSocket {
 
     /// Sends a datagram to `addr` (its first resolved address).
     pub fn send_to(&self, buf: &[u8], addr: impl ToSocketAddrs) -> io::Result<usize> {
-        let a = super::resolve(addr)?
+        let a = super::socket::resolve(addr)?
             .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
@@ -102,4 +102,4 @@ impl UdpSocket {
     }
 }
 
-super::impl_socket!(UdpSocket);
+super::socket::impl_socket!(UdpSocket);

@@ -28,9 +28,6 @@ pub(crate) struct M {
     pub(crate) spinning: Cell<bool>,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
-    /// While this M blocks in the poller: how many coroutines it has readied (see
-    /// `find_runnable`); None otherwise.
-    pub(crate) poll_readied: Cell<Option<usize>>,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
@@ -298,7 +295,6 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 curg: Cell::new(std::ptr::null()),
                 spinning: Cell::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
-                poll_readied: Cell::new(None),
             }));
             CURRENT_M.with(|c| c.set(m));
             // SAFETY: `m` is valid until the Box is freed below, after the loop.

@@ -190,7 +190,7 @@ pub(crate) struct Runtime {
     /// P, see `P::gcount`).
     pub(crate) nextern_spawned: AtomicI64,
     /// The netpoller: where the last idle M sleeps until the earliest timer.
-    pub(crate) netpoll: Netpoll,
+    pub(crate) netpoll: Netpoll<GRef>,
     /// Round-robin cursor for timers set from plain threads.
     pub(crate) timer_rr: AtomicUsize,
     /// Every live coroutine (for the dump and deadlock detection).

@@ -107,9 +107,19 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             return (g, false);
         }
         // Sockets someone waits on, and no M in the poller: poll without blocking.
-        // The coroutines it readies land in our queue.
+        // The coroutines it readies go on our queue.
         if rt.netpoll.has_waiters() && !rt.netpoll.busy() {
-            rt.netpoll.poll_now();
+            let mut woken = Vec::new();
+            rt.netpoll.poll_now(&mut woken);
+            if !woken.is_empty() {
+                for g in woken {
+                    g.set_status(GStatus::Runnable);
+                    runq_put(p, g, false);
+                }
+                // Published (a SeqCst fence): others may help with what we queued.
+                fence(Ordering::SeqCst);
+                wakep();
+            }
             if let Some(r) = runq_get(p) {
                 return r;
             }
@@ -183,12 +193,12 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         // Sleep: in the netpoller until the earliest timer if there is one and no
         // other M is there already, else on this M's own parker.
         // The coroutines the poller readies go to the global queue without a wakep
-        // each (see `ready`): this M takes a P and runs the first itself, and wakes
-        // another M only if there is more than one (Go: injectglist). On a single
-        // connection that saves a futex wake-up per round trip.
-        m.poll_readied.set(Some(0));
-        let blocked = rt.netpoll.block(timers::earliest);
-        let readied = m.poll_readied.take().unwrap_or(0);
+        // each: this M takes a P and runs the first itself, and wakes another M only
+        // if there is more than one (Go: injectglist). On a single connection that
+        // saves a futex wake-up per round trip.
+        let mut woken = Vec::new();
+        let blocked = rt.netpoll.block(timers::earliest, &mut woken);
+        let readied = inject_global(woken);
         if blocked {
             let p = {
                 let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
@@ -482,18 +492,24 @@ pub(crate) fn ready(g: GRef) {
             let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
             publish(p, g, next);
         }
-        None => {
-            publish_global(g);
-            // An M in the poller: it wakes others itself afterwards (find_runnable).
-            if let Some(m) = m {
-                if let Some(n) = m.poll_readied.get() {
-                    m.poll_readied.set(Some(n + 1));
-                    return;
-                }
-            }
-        }
+        None => publish_global(g),
     }
     wakep();
+}
+
+/// Queues `gs` (coroutines a poll readied) on the global queue, without a `wakep`:
+/// the caller decides how many Ms to wake (Go: injectglist). Returns how many.
+pub(crate) fn inject_global(gs: Vec<GRef>) -> usize {
+    let n = gs.len();
+    if n > 0 {
+        for g in gs {
+            g.set_status(GStatus::Runnable);
+            rt().injector.push(g);
+        }
+        // The publish half of the spinning protocol, for the caller's wakep.
+        fence(Ordering::SeqCst);
+    }
+    n
 }
 
 /// The "publish" half of the spinning protocol for a local queue: queues `g` on `p`,

@@ -264,8 +264,9 @@ fn run() {
         if rt.netpoll.has_waiters()
             && !rt.netpoll.busy()
             && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS
+            && poll_into_global(rt) > 0
         {
-            rt.netpoll.poll_now();
+            super::wakep();
         }
         if retook {
             quiet = 0;
@@ -320,7 +321,7 @@ fn idle_backstop(rt: &Runtime, now: i64) -> Option<i64> {
     }
     let unwatched = rt.netpoll.has_waiters() && !in_poller;
     if unwatched && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS {
-        rt.netpoll.poll_now();
+        poll_into_global(rt);
         wake = true;
     }
     if wake {
@@ -335,6 +336,14 @@ fn idle_backstop(rt: &Runtime, now: i64) -> Option<i64> {
         timeout = Some(timeout.map_or(IDLE_BACKSTOP_NS, |t| t.min(IDLE_BACKSTOP_NS)));
     }
     timeout
+}
+
+/// A non-blocking poll whose readied coroutines go on the global queue (the caller
+/// wakes an M for them). Returns how many it readied.
+fn poll_into_global(rt: &Runtime) -> usize {
+    let mut woken = Vec::new();
+    rt.netpoll.poll_now(&mut woken);
+    super::schedule::inject_global(woken)
 }
 
 /// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.

@@ -1,0 +1,189 @@
+//! What every socket type shares: its registration with the poller (`Registered`,
+//! which runs the try-wait-retry loop of each operation), its timeouts, name
+//! resolution, and the `AsFd`/`Debug` impls.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use super::poll::{closed_error, Dir, PollDesc};
+
+/// `AsRawFd`, `AsFd` and std's `Debug` (`TcpStream { addr: .., peer: .., fd: 4 }`)
+/// for socket types that keep their std socket in `self.reg.sock`.
+macro_rules! impl_socket {
+    ($($t:ty),+) => {$(
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.reg.sock, f)
+            }
+        }
+
+        impl std::os::fd::AsRawFd for $t {
+            fn as_raw_fd(&self) -> std::os::fd::RawFd {
+                std::os::fd::AsRawFd::as_raw_fd(&self.reg.sock)
+            }
+        }
+
+        impl std::os::fd::AsFd for $t {
+            fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+                std::os::fd::AsFd::as_fd(&self.reg.sock)
+            }
+        }
+    )+};
+}
+pub(crate) use impl_socket;
+
+/// A non-blocking socket and its poll descriptor. Deregisters before the socket closes.
+pub(crate) struct Registered<S: AsRawFd> {
+    pub(crate) pd: Arc<PollDesc>,
+    pub(crate) sock: S,
+    pub(crate) timeouts: Timeouts,
+}
+
+impl<S: AsRawFd> Registered<S> {
+    /// Registers `sock`, which must already be non-blocking.
+    pub(crate) fn new(sock: S) -> io::Result<Self> {
+        let pd = PollDesc::register(sock.as_raw_fd())?;
+        Ok(Registered {
+            pd,
+            sock,
+            timeouts: Timeouts::default(),
+        })
+    }
+
+    /// Runs `op` until it does not return `WouldBlock`, waiting for readiness in `dir`
+    /// in between, with `dir`'s timeout.
+    pub(crate) fn io<R>(&self, dir: Dir, op: impl FnMut(&S) -> io::Result<R>) -> io::Result<R> {
+        self.io_draining(dir, op, |_| false)
+    }
+
+    /// [`Registered::io`] for an operation that can tell when it drained the socket
+    /// (`drained(&result)`: a short read or write of a stream). After one that did, the
+    /// next operation in `dir` waits for an edge before its system call instead of
+    /// making one that would fail with `WouldBlock` (tokio does the same).
+    pub(crate) fn io_draining<R>(
+        &self,
+        dir: Dir,
+        mut op: impl FnMut(&S) -> io::Result<R>,
+        drained: impl Fn(&R) -> bool,
+    ) -> io::Result<R> {
+        crate::preempt_point();
+        let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
+        // Whether this call holds a turn on the descriptor (see "many waiters" in
+        // `netpoll.rs`): it must pass it on unless its call found the socket empty.
+        let mut turn = false;
+        loop {
+            if self.pd.is_closed() {
+                return Err(closed_error());
+            }
+            let seq = self.pd.seq(dir);
+            if !self.pd.drained(dir, seq) {
+                match op(&self.sock) {
+                    Ok(r) => {
+                        if drained(&r) {
+                            self.pd.clear(dir, seq);
+                        } else if turn {
+                            self.pd.pass(dir);
+                        }
+                        return Ok(r);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.pd.clear(dir, seq);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        if turn {
+                            self.pd.pass(dir);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            self.pd.wait(dir, seq, deadline, turn)?;
+            turn = true;
+        }
+    }
+
+    pub(crate) fn close(&self) {
+        self.pd.close();
+    }
+}
+
+impl<S: AsRawFd> Drop for Registered<S> {
+    fn drop(&mut self) {
+        // Before `sock` is dropped (and its fd closed): the poller must not hold a
+        // closed fd.
+        self.pd.deregister();
+    }
+}
+
+/// Per-direction timeouts, in nanoseconds (0: none).
+#[derive(Default)]
+pub(crate) struct Timeouts {
+    read: AtomicU64,
+    write: AtomicU64,
+}
+
+impl Timeouts {
+    pub(crate) fn get(&self, dir: Dir) -> Option<Duration> {
+        // Relaxed: a timeout is a plain setting with nothing else to publish; a read racing
+        // a `set_*_timeout` sees the old or the new value, as with std.
+        let ns = match dir {
+            Dir::Read => &self.read,
+            Dir::Write => &self.write,
+        }
+        .load(Ordering::Relaxed);
+        (ns != 0).then(|| Duration::from_nanos(ns))
+    }
+
+    /// As std: `Some(Duration::ZERO)` is an error.
+    pub(crate) fn set(&self, dir: Dir, t: Option<Duration>) -> io::Result<()> {
+        let ns = match t {
+            None => 0,
+            Some(d) if d.is_zero() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "cannot set a 0 duration timeout",
+                ));
+            }
+            Some(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        };
+        match dir {
+            Dir::Read => &self.read,
+            Dir::Write => &self.write,
+        }
+        .store(ns, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Resolves `addr`: for host names a blocking `getaddrinfo`, run as a blocking call so
+/// that the coroutine's P keeps serving the others.
+pub(crate) fn resolve(addr: impl ToSocketAddrs) -> io::Result<Vec<SocketAddr>> {
+    crate::blocking(|| addr.to_socket_addrs().map(|it| it.collect()))
+}
+
+/// Resolves `addr` and tries `f` on each address until one succeeds; the last error
+/// otherwise.
+pub(crate) fn each_addr<T>(
+    addr: impl ToSocketAddrs,
+    mut f: impl FnMut(&SocketAddr) -> io::Result<T>,
+) -> io::Result<T> {
+    let mut last = None;
+    for a in resolve(addr)? {
+        match f(&a) {
+            Ok(v) => return Ok(v),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "could not resolve to any address",
+        )
+    }))
+}
