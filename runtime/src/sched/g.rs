@@ -225,6 +225,11 @@ impl G {
     /// Must be called by the G itself, on its own stack.
     #[inline]
     pub(crate) unsafe fn suspend(&self, req: Request) {
+        if cfg!(debug_assertions) {
+            if let Some(m) = super::m::current_m() {
+                m.check_unborrowed("G::suspend");
+            }
+        }
         // SAFETY: the yielder was recorded by the coroutine's entry and stays valid
         // for the coroutine's whole life; we are on that coroutine (caller's contract).
         unsafe { (**self.yielder.get()).suspend(req) }

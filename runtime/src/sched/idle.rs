@@ -171,17 +171,20 @@ pub(crate) struct SchedLocked {
     pub(crate) idle_ms: Vec<Arc<MShared>>,
 }
 
-/// Puts `p` on the idle list (Go: pidleput). `sched` must be held.
+/// Puts `p`, which nobody holds (`Idle`), on the idle list (Go: pidleput). `sched`
+/// must be held.
 pub(crate) fn pidleput_locked(s: &mut SchedLocked, spinning: &Spinning, p: &'static P) {
-    p.set_status(PStatus::Idle);
+    if p.status() != PStatus::Idle {
+        super::fatal!("pidleput: P {} is {:?}, not idle", p.id, p.status());
+    }
     s.idle_ps.push(p);
     spinning.pidle_inc();
 }
 
-/// Takes an idle P (Go: pidleget). `sched` must be held.
+/// Takes an idle P (Go: pidleget), still `Idle`: the M it goes to makes it `Running`
+/// in `acquirep`. `sched` must be held.
 pub(crate) fn pidleget_locked(s: &mut SchedLocked, spinning: &Spinning) -> Option<&'static P> {
     let p = s.idle_ps.pop()?;
     spinning.pidle_dec();
-    p.set_status(PStatus::Running);
     Some(p)
 }

@@ -7,7 +7,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::g::{GRef, G};
-use super::p::{HeldP, P};
+use super::p::{HeldP, PStatus, P};
 use super::{fatal, rt};
 
 /// An M's own state, used on its thread only. It lives as long as its thread: an M
@@ -19,7 +19,9 @@ pub(crate) struct M {
     /// What other threads use to hand this M a P and wake it.
     pub(crate) shared: Arc<MShared>,
     /// The P this M holds.
-    p: Cell<Option<HeldP>>,
+    p: Cell<Option<&'static P>>,
+    /// Live `HeldP` borrows of `p` (see `HeldP`): `releasep` refuses while any is.
+    p_borrows: Cell<u32>,
     /// The P this M held when it entered a blocking call (see "the syscall hand-off").
     oldp: Cell<Option<&'static P>>,
     /// The G this M is running (set around each resume), or null.
@@ -133,30 +135,35 @@ pub(crate) fn current_g_ptr() -> *const G {
 }
 
 impl M {
-    /// The P this M holds.
+    /// The right to the local state of the P this M holds, if it holds one (see
+    /// `HeldP`). Must be called on the M's own thread.
     #[inline]
-    pub(crate) fn p(&self) -> Option<HeldP> {
-        self.p.get()
+    pub(crate) fn p(&self) -> Option<HeldP<'_>> {
+        let p = self.p.get()?;
+        // SAFETY: `self.p` is the P this M holds (set by acquirep / reacquirep, cleared
+        // by releasep / enter_syscall), `self` is the calling thread's M (Ms are
+        // reached through CURRENT_M only), and `p_borrows` is its borrow count.
+        Some(unsafe { HeldP::new(p, &self.p_borrows) })
     }
 
     /// The P this M must hold here.
-    pub(crate) fn held_p(&self, who: &str) -> HeldP {
-        match self.p.get() {
+    pub(crate) fn held_p(&self, who: &str) -> HeldP<'_> {
+        match self.p() {
             Some(p) => p,
             None => fatal!("{who}: M {} holds no P", self.id),
         }
     }
 
-    /// Takes `p` as this M's P (Go: acquirep). `p` must have come off the idle list,
-    /// been handed over by `startm`, or be newly created.
+    /// Takes `p` as this M's P (Go: acquirep): `Idle -> Running`. `p` must have come
+    /// off the idle list or a hand-off (`startm`, `handoffp`), so nobody else holds it.
     pub(crate) fn acquirep(&self, p: &'static P) {
         if self.p.get().is_some() {
             fatal!("acquirep: M {} already holds a P", self.id);
         }
-        p.set_status(super::p::PStatus::Running);
-        // SAFETY: the caller took `p` from the idle list or a hand-off, so this M is
-        // now its only holder.
-        self.p.set(Some(unsafe { HeldP::new(p) }));
+        // Relaxed: the P came through the idle list's lock or a hand-off's mutex,
+        // which order the previous holder's accesses before ours.
+        p.transition(PStatus::Idle, PStatus::Running, Ordering::Relaxed);
+        self.p.set(Some(p));
         super::sysmon::wake_if_asleep();
     }
 
@@ -165,22 +172,45 @@ impl M {
     /// store, and sysmon cannot be in its deep sleep while a P was in a call).
     #[inline]
     pub(crate) fn reacquirep(&self, p: &'static P) {
-        // SAFETY: the CAS made this M the P's only holder again.
-        self.p.set(Some(unsafe { HeldP::new(p) }));
+        self.p.set(Some(p));
     }
 
-    /// Gives up this M's P (Go: releasep); the caller puts it on the idle list or
-    /// retires it.
+    /// Aborts if a `HeldP` of this M is alive: the M is about to let go of its P, or
+    /// its coroutine to switch away (and perhaps resume on another M).
+    pub(crate) fn check_unborrowed(&self, who: &str) {
+        if self.p_borrows.get() != 0 {
+            fatal!(
+                "{who}: M {} lets go of its P while its local state is borrowed",
+                self.id
+            );
+        }
+    }
+
+    /// Gives up this M's P (Go: releasep): `Running -> Idle`; the caller puts it on the
+    /// idle list, hands it over, or retires it.
     pub(crate) fn releasep(&self) -> &'static P {
+        self.check_unborrowed("releasep");
         match self.p.take() {
-            Some(p) => p.p(),
+            Some(p) => {
+                // Relaxed: whoever takes the P next gets it through the idle list's
+                // lock or a hand-off's mutex.
+                p.transition(PStatus::Running, PStatus::Idle, Ordering::Relaxed);
+                p
+            }
             None => fatal!("releasep: M {} holds no P", self.id),
         }
     }
 
-    /// Lets go of the P for a blocking call, remembering it as `oldp`.
+    /// Lets go of the P for a blocking call (`Running -> Syscall`), remembering it as
+    /// `oldp` (see "the syscall hand-off").
     pub(crate) fn enter_syscall(&self) {
-        let p = self.releasep();
+        self.check_unborrowed("enter_syscall");
+        let Some(p) = self.p.take() else {
+            fatal!("enter_syscall: M {} holds no P", self.id)
+        };
+        // Release: publishes the P's local state, as this M left it, to whoever wins
+        // it (sysmon's CAS, AcqRel).
+        p.transition(PStatus::Running, PStatus::Syscall, Ordering::Release);
         self.oldp.set(Some(p));
     }
 
@@ -291,6 +321,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 id,
                 shared,
                 p: Cell::new(None),
+                p_borrows: Cell::new(0),
                 oldp: Cell::new(None),
                 curg: Cell::new(std::ptr::null()),
                 spinning: Cell::new(spinning),

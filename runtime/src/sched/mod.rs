@@ -281,9 +281,10 @@ impl Runtime {
             self.nprocs_created.store(n, Ordering::Release);
         }
         self.gomaxprocs.store(n, Ordering::Relaxed);
+        // Relaxed status changes: idle and dead Ps change hands under `sched`, held here.
         s.idle_ps.retain(|p| {
             if p.id >= n {
-                p.set_status(PStatus::Dead);
+                p.transition(PStatus::Idle, PStatus::Dead, Ordering::Relaxed);
                 self.spinning.pidle_dec();
                 false
             } else {
@@ -293,6 +294,7 @@ impl Runtime {
         for id in 0..n {
             let p = self.p(id);
             if p.status() == PStatus::Dead {
+                p.transition(PStatus::Dead, PStatus::Idle, Ordering::Relaxed);
                 pidleput_locked(s, &self.spinning, p);
             }
         }

@@ -1,7 +1,6 @@
 //! P: a processor, the right to run coroutines, with its run queue and caches.
 
 use std::cell::{Cell, UnsafeCell};
-use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
@@ -11,11 +10,25 @@ use super::runq::RunNext;
 use crate::stack::pool::StackCache;
 use crate::timers::PTimers;
 
-/// What a P is doing. Read by thieves for the runnext back-off rule.
+/// What a P is doing (Go: the _P* statuses). Read by thieves for the runnext back-off
+/// rule and by sysmon; changed only through [`P::transition`] and [`P::cas_status`].
+///
+/// The transitions, as Go's:
+///
+/// ```text
+/// Dead --resize--> Idle --acquirep--> Running --releasep--> Idle
+///                                     Running --blocking--> Syscall
+///                  Syscall --CAS by the returning M--> Running
+///                  Syscall --CAS by sysmon (retake)--> Idle
+///                  Idle --resize / retire--> Dead
+/// ```
+///
+/// An `Idle` P is held by nobody: it is on the idle list, or being handed to an M
+/// (`startm`, `handoffp`), which makes it `Running` in `acquirep`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum PStatus {
-    /// On the idle list; no M holds it.
+    /// Held by no M: on the idle list, or on its way to an M.
     Idle = 0,
     /// Held by an M that runs coroutines or looks for work.
     Running = 1,
@@ -25,13 +38,41 @@ pub(crate) enum PStatus {
     Dead = 3,
 }
 
+impl PStatus {
+    fn from_u8(v: u8) -> PStatus {
+        match v {
+            0 => PStatus::Idle,
+            1 => PStatus::Running,
+            2 => PStatus::Syscall,
+            _ => PStatus::Dead,
+        }
+    }
+
+    /// Whether the scheduler ever moves a P from `self` to `to` (the diagram above).
+    fn may_become(self, to: PStatus) -> bool {
+        use PStatus::*;
+        matches!(
+            (self, to),
+            (Dead, Idle)
+                | (Idle, Running)
+                | (Idle, Dead)
+                | (Running, Idle)
+                | (Running, Syscall)
+                | (Syscall, Running)
+                | (Syscall, Idle)
+        )
+    }
+}
+
 /// A processor.
 ///
 /// The shared part (`status`, `runnext`, `stealer`) is what other Ps touch; `local` is
 /// the owner's, reachable only through a [`HeldP`].
 pub(crate) struct P {
     pub(crate) id: usize,
-    /// A `PStatus`. Written by the M that acquires or releases the P; read by thieves.
+    /// A `PStatus`. Written by whoever owns the P at the transition (its M, or the
+    /// holder of `Runtime::sched` for an idle or dead P, or sysmon's CAS); read by
+    /// thieves and sysmon.
     status: AtomicU8,
     /// The G to run next (see "the runnext steal back-off").
     pub(crate) runnext: RunNext<G>,
@@ -56,8 +97,9 @@ pub(crate) struct P {
 }
 
 // SAFETY: `local` is only ever accessed through a HeldP, and at most one M holds a P
-// at a time (handed over under `Runtime::sched`, whose lock orders one holder's
-// accesses before the next's). The other fields are thread-safe.
+// at a time (handed over under `Runtime::sched` or an M's hand-off mutex, or won by the
+// syscall hand-off's CAS, each of which orders one holder's accesses before the
+// next's). The other fields are thread-safe.
 unsafe impl Sync for P {}
 // SAFETY: as above; `PLocal` is made and used by whichever M holds the P.
 unsafe impl Send for P {}
@@ -109,23 +151,35 @@ impl P {
 
     pub(crate) fn status(&self) -> PStatus {
         // Relaxed: thieves use it as a hint for the back-off; a stale value costs at
-        // most one needless back-off or one early steal.
-        match self.status.load(Ordering::Relaxed) {
-            0 => PStatus::Idle,
-            1 => PStatus::Running,
-            2 => PStatus::Syscall,
-            _ => PStatus::Dead,
+        // most one needless back-off or one early steal. Owners read their own writes.
+        PStatus::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    /// Moves the P from `from` to `to` (Go: the status stores of acquirep, releasep,
+    /// procresize). Only the P's owner at that moment calls it; debug builds check that
+    /// the P was `from` and that the diagram has the transition, and abort naming both
+    /// otherwise. `order` is Relaxed except where the transition publishes the P's
+    /// local state (`Running -> Syscall`: Release, for sysmon's CAS).
+    #[inline]
+    pub(crate) fn transition(&self, from: PStatus, to: PStatus, order: Ordering) {
+        if cfg!(debug_assertions) {
+            let now = self.status();
+            if now != from || !from.may_become(to) {
+                super::fatal!(
+                    "P::transition: P {} is {now:?}, asked to go {from:?} -> {to:?}",
+                    self.id
+                );
+            }
         }
+        self.status.store(to as u8, order);
     }
 
-    /// Stores the status with an explicit ordering (the syscall hand-off).
-    pub(crate) fn store_status(&self, s: PStatus, o: Ordering) {
-        self.status.store(s as u8, o);
-    }
-
-    /// One of the two CASes of the syscall hand-off. AcqRel: the winner takes over the
-    /// P's local state published by the Release store of `blocking`.
+    /// One of the two CASes of the syscall hand-off (`Syscall -> Running` by the
+    /// returning M, `Syscall -> Idle` by sysmon), which decide exactly once who owns
+    /// the P. AcqRel: the winner takes over the P's local state published by the
+    /// Release store of `blocking`.
     pub(crate) fn cas_status(&self, from: PStatus, to: PStatus) -> bool {
+        debug_assert!(from.may_become(to), "P::cas_status: {from:?} -> {to:?}");
         self.status
             .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
@@ -138,48 +192,51 @@ impl P {
         self.gcount
             .store(self.gcount.load(Ordering::Relaxed) + d, Ordering::Relaxed);
     }
-
-    pub(crate) fn set_status(&self, s: PStatus) {
-        self.status.store(s as u8, Ordering::Relaxed);
-    }
 }
 
-/// Proof that the current M holds a P: the only way to reach its local state.
+/// The right to touch the local state of the P the current M holds, borrowed from
+/// that M ([`M::p`](super::m::M::p)): the only way to reach [`PLocal`].
 ///
-/// Made by `acquirep`, dropped by `releasep`. It is `Copy` so the M and the G running
-/// on it can both use it, but not `Send`: it never leaves the M's thread, and a G must
-/// not keep one across a switch (it may resume on another M).
-#[derive(Clone, Copy)]
-pub(crate) struct HeldP {
+/// Not `Copy`, not `Clone`, not `Send`. While one is alive, its M cannot let go of the
+/// P: `releasep` aborts if a borrow is outstanding (as `RefCell` would panic), so no
+/// `HeldP` outlives the holding. A coroutine must not keep one across a switch (it may
+/// resume on another M): the switch checks that in debug builds.
+pub(crate) struct HeldP<'m> {
     p: &'static P,
-    _not_send: PhantomData<*const ()>,
+    /// The M's count of live borrows.
+    borrows: &'m Cell<u32>,
 }
 
-impl HeldP {
+impl<'m> HeldP<'m> {
     /// # Safety
     ///
-    /// The calling M must have taken `p` off the idle list (or created it) and be its
-    /// only holder until it releases it.
-    pub(crate) unsafe fn new(p: &'static P) -> HeldP {
-        HeldP {
-            p,
-            _not_send: PhantomData,
-        }
+    /// The calling thread's M holds `p` (took it off the idle list, or won it back from
+    /// a blocking call) and `borrows` is that M's borrow count.
+    pub(crate) unsafe fn new(p: &'static P, borrows: &'m Cell<u32>) -> HeldP<'m> {
+        borrows.set(borrows.get() + 1);
+        HeldP { p, borrows }
     }
 
-    pub(crate) fn p(self) -> &'static P {
+    pub(crate) fn p(&self) -> &'static P {
         self.p
     }
 
     pub(crate) fn local(&self) -> &PLocal {
-        // SAFETY: a HeldP exists only on the thread of the M holding the P (see
-        // `HeldP::new`), and PLocal is only used through shared references on that
-        // thread (its interior mutability is Cell/RefCell/Worker).
+        // SAFETY: a HeldP exists only on the thread of the M holding the P, and only
+        // while it holds it (`HeldP::new`, and `releasep` refuses while one is alive);
+        // PLocal is only used through shared references on that thread (its interior
+        // mutability is Cell and Worker, neither of them Sync).
         unsafe { &*self.p.local.get() }
     }
 }
 
-impl std::ops::Deref for HeldP {
+impl Drop for HeldP<'_> {
+    fn drop(&mut self) {
+        self.borrows.set(self.borrows.get() - 1);
+    }
+}
+
+impl std::ops::Deref for HeldP<'_> {
     type Target = P;
     fn deref(&self) -> &P {
         self.p
@@ -187,7 +244,7 @@ impl std::ops::Deref for HeldP {
 }
 
 /// A xorshift64 step on the P's state.
-pub(crate) fn fastrand(p: HeldP) -> u64 {
+pub(crate) fn fastrand(p: &HeldP<'_>) -> u64 {
     let rng = &p.local().rng;
     let mut x = rng.get();
     x ^= x << 13;

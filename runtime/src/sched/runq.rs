@@ -148,7 +148,7 @@ impl WorkSummary {
 /// Puts `g` on `p`'s queue: in `runnext` if `next` (the displaced G goes to the tail),
 /// else at the tail. Owner only (Go: runqput). Callers that go on to `wakep` fence
 /// first (`schedule::publish`).
-pub(crate) fn runq_put(p: HeldP, g: GRef, next: bool) {
+pub(crate) fn runq_put(p: &HeldP<'_>, g: GRef, next: bool) {
     if next {
         if let Some(old) = p.runnext.put(g) {
             p.local().runq.push(old);
@@ -161,7 +161,7 @@ pub(crate) fn runq_put(p: HeldP, g: GRef, next: bool) {
 
 /// Takes the next G of `p`: `runnext` first (it inherits the time slice, so the bool is
 /// true), then the queue head. Owner only (Go: runqget).
-pub(crate) fn runq_get(p: HeldP) -> Option<(GRef, bool)> {
+pub(crate) fn runq_get(p: &HeldP<'_>) -> Option<(GRef, bool)> {
     if let Some(g) = p.runnext.take() {
         return Some((g, true));
     }
@@ -183,7 +183,7 @@ pub(crate) fn runq_empty(p: &P) -> bool {
 /// Steals half of `victim`'s queue into `p`'s and returns one G; if the queue is empty
 /// and `steal_runnext`, takes the victim's `runnext` instead, after the back-off when
 /// the victim is running (Go: runqsteal / runqgrab).
-pub(crate) fn runq_steal(p: HeldP, victim: &P, steal_runnext: bool) -> Option<GRef> {
+pub(crate) fn runq_steal(p: &HeldP<'_>, victim: &P, steal_runnext: bool) -> Option<GRef> {
     loop {
         match victim.stealer.steal_batch_and_pop(&p.local().runq) {
             Steal::Success(g) => {

@@ -60,32 +60,38 @@ fn schedule(m: &'static M) -> (GRef, bool) {
 }
 
 fn schedule_spinning(m: &'static M) -> (GRef, bool) {
+    if let Some(r) = schedule_local(m) {
+        return r;
+    }
+    find_runnable(m)
+}
+
+/// The quick part of `schedule`: due timers, now and then the global queue, then the
+/// local queue. None: look harder (`find_runnable`, which may let go of the P).
+fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
     let rt = rt();
     let p = m.held_p("schedule");
     if p.id >= rt.procs() {
-        return find_runnable(m);
+        return None;
     }
-    timers::check_timers(p);
+    timers::check_timers(&p);
     let tick = p.local().tick.get();
     if tick.is_multiple_of(GLOBAL_CHECK_TICKS) {
         // Now and then run other Ps' due timers too: a P stuck in a long coroutine
         // holds its timers until an idle P steals them, and there may be none.
-        timers::steal_timers(p);
+        timers::steal_timers(&p);
     }
     if tick.is_multiple_of(GLOBAL_CHECK_TICKS) && !rt.injector.is_empty() {
         // Fairness: now and then the global queue goes before the local one.
         loop {
             match rt.injector.steal() {
-                Steal::Success(g) => return (g, false),
+                Steal::Success(g) => return Some((g, false)),
                 Steal::Retry => continue,
                 Steal::Empty => break,
             }
         }
     }
-    if let Some(r) = runq_get(p) {
-        return r;
-    }
-    find_runnable(m)
+    runq_get(&p)
 }
 
 /// Finds a G, stealing or sleeping as needed (Go: findRunnable). Returns with the M
@@ -93,66 +99,11 @@ fn schedule_spinning(m: &'static M) -> (GRef, bool) {
 fn find_runnable(m: &'static M) -> (GRef, bool) {
     let rt = rt();
     loop {
-        let p = m.held_p("find_runnable");
-        if p.id >= rt.procs() && retire_p(m) {
+        if m.held_p("find_runnable").id >= rt.procs() && retire_p(m) {
             continue;
         }
-        timers::check_timers(p);
-        if let Some(r) = runq_get(p) {
+        if let Some(r) = find_spinning(m) {
             return r;
-        }
-        // Our queue is empty, and only we can refill it: clear our summary bit.
-        rt.summary.clear(p.id);
-        if let Some(g) = globrunqget(p) {
-            return (g, false);
-        }
-        // Sockets someone waits on, and no M in the poller: poll without blocking.
-        // The coroutines it readies go on our queue.
-        if rt.netpoll.has_waiters() && !rt.netpoll.busy() {
-            let mut woken = Vec::new();
-            rt.netpoll.poll_now(&mut woken);
-            if !woken.is_empty() {
-                for g in woken {
-                    g.set_status(GStatus::Runnable);
-                    runq_put(p, g, false);
-                }
-                // Published (a SeqCst fence): others may help with what we queued.
-                fence(Ordering::SeqCst);
-                wakep();
-            }
-            if let Some(r) = runq_get(p) {
-                return r;
-            }
-        }
-
-        // Steal, if few enough Ms are at it already. While another P is busy, keep at
-        // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a
-        // spinning M turns its wakeps into no-ops instead of futex wake-ups. While a
-        // timer is due within the poller's early-wake margin, keep at it too: sleeping
-        // would wake late (see netpoll.rs, "waking early").
-        if m.spinning.get() || rt.spinning.may_spin(rt.procs()) {
-            if !m.spinning.get() {
-                m.spinning.set(true);
-                rt.spinning.start_spinning();
-            }
-            let spin_start = Instant::now();
-            loop {
-                if let Some(g) = steal_work(p) {
-                    return (g, false);
-                }
-                timers::check_timers(p);
-                if let Some(r) = runq_get(p) {
-                    return r;
-                }
-                let busy_others = rt.spinning.others_busy(rt.procs())
-                    && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS);
-                if !busy_others && !timers::due_within(rt.netpoll.early_margin()) {
-                    break;
-                }
-                // Rest between passes without touching the busy Ps' cache lines: each
-                // read of a victim's queue costs the victim a cache-line transfer.
-                spin_pause(SPIN_PASS_GAP_NS);
-            }
         }
 
         // Nothing to do: give the P back.
@@ -160,14 +111,14 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
             if !rt.injector.is_empty() {
                 drop(s);
-                if let Some(g) = globrunqget(p) {
+                if let Some(g) = globrunqget(&m.held_p("find_runnable")) {
                     return (g, false);
                 }
                 continue;
             }
             let p = m.releasep();
             if p.id >= rt.procs() {
-                p.set_status(PStatus::Dead);
+                p.transition(PStatus::Idle, PStatus::Dead, Ordering::Relaxed);
             } else {
                 pidleput_locked(&mut s, &rt.spinning, p);
             }
@@ -224,6 +175,71 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
     }
 }
 
+/// The part of `find_runnable` that holds the P: its queues and timers, the global
+/// queue, a quick poll, then spinning (stealing) for a while. None: give the P back.
+fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
+    let rt = rt();
+    let p = m.held_p("find_runnable");
+    timers::check_timers(&p);
+    if let Some(r) = runq_get(&p) {
+        return Some(r);
+    }
+    // Our queue is empty, and only we can refill it: clear our summary bit.
+    rt.summary.clear(p.id);
+    if let Some(g) = globrunqget(&p) {
+        return Some((g, false));
+    }
+    // Sockets someone waits on, and no M in the poller: poll without blocking.
+    // The coroutines it readies go on our queue.
+    if rt.netpoll.has_waiters() && !rt.netpoll.busy() {
+        let mut woken = Vec::new();
+        rt.netpoll.poll_now(&mut woken);
+        if !woken.is_empty() {
+            for g in woken {
+                g.set_status(GStatus::Runnable);
+                runq_put(&p, g, false);
+            }
+            // Published (a SeqCst fence): others may help with what we queued.
+            fence(Ordering::SeqCst);
+            wakep();
+        }
+        if let Some(r) = runq_get(&p) {
+            return Some(r);
+        }
+    }
+
+    // Steal, if few enough Ms are at it already. While another P is busy, keep at
+    // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a
+    // spinning M turns its wakeps into no-ops instead of futex wake-ups. While a
+    // timer is due within the poller's early-wake margin, keep at it too: sleeping
+    // would wake late (see netpoll.rs, "waking early").
+    if m.spinning.get() || rt.spinning.may_spin(rt.procs()) {
+        if !m.spinning.get() {
+            m.spinning.set(true);
+            rt.spinning.start_spinning();
+        }
+        let spin_start = Instant::now();
+        loop {
+            if let Some(g) = steal_work(&p) {
+                return Some((g, false));
+            }
+            timers::check_timers(&p);
+            if let Some(r) = runq_get(&p) {
+                return Some(r);
+            }
+            let busy_others = rt.spinning.others_busy(rt.procs())
+                && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS);
+            if !busy_others && !timers::due_within(rt.netpoll.early_margin()) {
+                break;
+            }
+            // Rest between passes without touching the busy Ps' cache lines: each
+            // read of a victim's queue costs the victim a cache-line transfer.
+            spin_pause(SPIN_PASS_GAP_NS);
+        }
+    }
+    None
+}
+
 /// A spinning M found work: stop spinning, and if it was the last spinner, wake
 /// another to look for more (Go: resetspinning).
 fn reset_spinning(m: &M) {
@@ -248,7 +264,7 @@ pub(crate) fn work_queued(rt: &Runtime) -> bool {
 }
 
 /// Takes a batch from the global queue into `p`'s and returns one G (Go: globrunqget).
-fn globrunqget(p: HeldP) -> Option<GRef> {
+fn globrunqget(p: &HeldP<'_>) -> Option<GRef> {
     let rt = rt();
     loop {
         match rt.injector.steal_batch_and_pop(&p.local().runq) {
@@ -266,7 +282,7 @@ fn globrunqget(p: HeldP) -> Option<GRef> {
 
 /// Steals from other Ps: [`STEAL_ROUNDS`] rounds from a random start, only over Ps
 /// whose summary bit is set, `runnext` in the last round (Go: stealWork).
-fn steal_work(p: HeldP) -> Option<GRef> {
+fn steal_work(p: &HeldP<'_>) -> Option<GRef> {
     let rt = rt();
     // Due timers of other Ps first: their functions ready coroutines into our queue.
     if timers::steal_timers(p) > 0 {
@@ -303,20 +319,24 @@ fn steal_work(p: HeldP) -> Option<GRef> {
 /// out to be wanted again (a concurrent `set_maxprocs` raised the count).
 fn retire_p(m: &'static M) -> bool {
     let rt = rt();
-    let p = m.held_p("retire_p");
-    {
+    let id = {
         let _s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let p = m.held_p("retire_p");
         if p.id < rt.procs() {
             return false;
         }
-        while let Some((g, _)) = runq_get(p) {
+        while let Some((g, _)) = runq_get(&p) {
             rt.injector.push(g);
         }
         rt.summary.clear(p.id);
         rt.stacks.flush(&p.local().stacks);
-        m.releasep().set_status(PStatus::Dead);
-    }
-    timers::migrate(p.id, 0);
+        drop(p);
+        let p = m.releasep();
+        // Relaxed: under `sched`, which the next holder (a resize) takes too.
+        p.transition(PStatus::Idle, PStatus::Dead, Ordering::Relaxed);
+        p.id
+    };
+    timers::migrate(id, 0);
     if m.spinning.replace(false) {
         rt.spinning.stop_spinning();
     }
@@ -382,7 +402,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                     continue;
                 }
                 g.set_status(GStatus::Runnable);
-                runq_put(p, g, false);
+                runq_put(&p, g, false);
                 return;
             }
             CoroutineResult::Yield(Request::Park(commit)) => {
@@ -490,7 +510,7 @@ pub(crate) fn ready(g: GRef) {
     match m.and_then(|m| m.p()) {
         Some(p) => {
             let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
-            publish(p, g, next);
+            publish(&p, g, next);
         }
         None => publish_global(g),
     }
@@ -519,7 +539,7 @@ pub(crate) fn inject_global(gs: Vec<GRef>) -> usize {
 /// do by the C++ model: loom models SeqCst fences exactly but treats SeqCst accesses
 /// as AcqRel, so only the fenced form is checked by `tests/loom_spinning.rs`; and after
 /// the swap's `xchg` the fence costs ~1.5 ns here (~10 ns after a plain store).
-fn publish(p: HeldP, g: GRef, next: bool) {
+fn publish(p: &HeldP<'_>, g: GRef, next: bool) {
     runq_put(p, g, next);
     fence(Ordering::SeqCst);
 }
@@ -563,10 +583,10 @@ fn startm(spinning: bool) {
     }
 }
 
-/// Hands `p`, which nobody holds and which is not on the idle list (sysmon retook it
-/// from a blocking call), to an idle or new M.
+/// Hands `p`, which nobody holds (`Idle`) and which is not on the idle list (sysmon
+/// retook it from a blocking call, or a pinned coroutine's M let go of it), to an idle
+/// or new M.
 pub(crate) fn startm_with(p: &'static P, spinning: bool) {
-    p.set_status(PStatus::Running);
     let m = rt()
         .sched
         .lock()
@@ -596,13 +616,13 @@ pub(crate) fn spawn_g(
     let stack = rt
         .stacks
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
-    let id = alloc_goid(p);
+    let id = alloc_goid(p.as_ref());
     let g = G::new(id, name, pinned, stack, main);
     rt.allgs.add(&g);
     match p {
         Some(p) => {
             p.add_gcount(1);
-            publish(p, g, true);
+            publish(&p, g, true);
         }
         None => {
             // Relaxed: a count for the trace and the deadlock check; the G itself is published
@@ -616,7 +636,7 @@ pub(crate) fn spawn_g(
 }
 
 /// A new goroutine id, from the P's batch when there is a P.
-fn alloc_goid(p: Option<HeldP>) -> u64 {
+fn alloc_goid(p: Option<&HeldP<'_>>) -> u64 {
     let rt = rt();
     let Some(p) = p else {
         return rt.next_goid.fetch_add(1, Ordering::Relaxed);

@@ -38,19 +38,20 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     // SAFETY: the running G is alive while it runs.
     let g = unsafe { &*g };
-    let Some(p) = m.p() else { return f() };
-    p.syscall_tick.store(
-        p.syscall_tick.load(Ordering::Relaxed).wrapping_add(1),
-        Ordering::Relaxed,
-    );
+    {
+        let Some(p) = m.p() else { return f() };
+        // Relaxed: written only by the holder; sysmon compares successive values.
+        p.syscall_tick.store(
+            p.syscall_tick.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
     g.set_wait_reason(WaitReason::BlockingCall);
     g.set_status(GStatus::Syscall);
     // No switch happens inside `f` (it runs as a plain thread: see above), so `m` and
     // `g` are still this thread's M and G when it returns.
     m.set_curg(std::ptr::null());
     m.enter_syscall();
-    // Release: publishes the P's local state to whoever takes it (sysmon's CAS).
-    p.store_status(PStatus::Syscall, Ordering::Release);
     super::sysmon::note_blocking();
 
     struct Exit {

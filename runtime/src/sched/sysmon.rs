@@ -151,13 +151,14 @@ pub fn preempt_point() {
 
 #[cold]
 fn preempt_slow() {
-    let Some(p) = super::m::current_m().and_then(|m| m.p()) else {
-        return;
-    };
     if super::m::current_g_ptr().is_null() {
         return; // on the scheduler's stack
     }
-    if p.preempt.swap(false, Ordering::Relaxed) {
+    let asked = match super::m::current_m().and_then(|m| m.p()) {
+        Some(p) => p.preempt.swap(false, Ordering::Relaxed),
+        None => return,
+    };
+    if asked {
         super::yield_now();
     }
 }

@@ -85,7 +85,7 @@ fn timer_published(when: i64) {
 
 /// Runs `p`'s own due timers. Cheap when it has none: one atomic load.
 #[inline]
-pub(crate) fn check_timers(p: HeldP) -> usize {
+pub(crate) fn check_timers(p: &HeldP<'_>) -> usize {
     let w = p.timers.when0();
     if w == 0 {
         return 0;
@@ -99,7 +99,7 @@ pub(crate) fn check_timers(p: HeldP) -> usize {
 
 /// Runs the due timers of every other P (Go: the timer half of stealWork). Their
 /// functions run here, so the coroutines they ready land in this P's queue.
-pub(crate) fn steal_timers(p: HeldP) -> usize {
+pub(crate) fn steal_timers(p: &HeldP<'_>) -> usize {
     let rt = rt();
     let n = rt.nprocs_created.load(Ordering::Acquire);
     let mut now = 0;
