@@ -15,7 +15,16 @@ pub(crate) type GRef = Arc<G>;
 
 type GCoroutine = Coroutine<(), Request, (), Stack>;
 
-/// What a G is doing (Go: the _G* statuses).
+/// What a G is doing (Go: the _G* statuses). Changed only through [`G::transition`],
+/// by the G's owner:
+///
+/// ```text
+/// Runnable --execute--> Running --yield, exit from a retaken call--> Runnable
+///                       Running --park--> Waiting --ready--> Runnable
+///                                         Waiting --woken before it slept--> Running
+///                       Running --blocking--> Syscall --return--> Running
+///                       Running --return--> Dead
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum GStatus {
@@ -40,6 +49,22 @@ impl GStatus {
             3 => GStatus::Syscall,
             _ => GStatus::Dead,
         }
+    }
+
+    /// Whether the scheduler ever moves a G from `self` to `to` (the diagram above).
+    fn may_become(self, to: GStatus) -> bool {
+        use GStatus::*;
+        matches!(
+            (self, to),
+            (Runnable, Running)
+                | (Running, Runnable)
+                | (Running, Waiting)
+                | (Waiting, Runnable)
+                | (Waiting, Running)
+                | (Running, Syscall)
+                | (Syscall, Running)
+                | (Running, Dead)
+        )
     }
 
     pub(crate) fn as_str(self) -> &'static str {
@@ -182,10 +207,25 @@ impl G {
         WaitReason::from_u8(self.wait_reason.load(Ordering::Relaxed))
     }
 
-    pub(crate) fn set_status(&self, s: GStatus) {
-        // Relaxed: informational (the dump, sysmon's deadlock check, which re-checks
-        // its conclusion over time); ownership moves with the run queues.
-        self.status.store(s as u8, Ordering::Relaxed);
+    /// Moves the G from `from` to `to` (Go: casgstatus). Only the G's owner calls it
+    /// (its M, the G itself, or the readier that won its park/ready handshake); debug
+    /// builds check that the G was `from` and that the diagram in `GStatus`'s doc has
+    /// the transition, and abort naming both otherwise.
+    #[inline]
+    pub(crate) fn transition(&self, from: GStatus, to: GStatus) {
+        if cfg!(debug_assertions) {
+            let now = self.status();
+            if now != from || !from.may_become(to) {
+                super::fatal!(
+                    "G::transition: coroutine {} is {now:?}, asked to go {from:?} -> {to:?}",
+                    self.id
+                );
+            }
+        }
+        // Relaxed: the owner reads its own writes, ownership moves with Release/Acquire
+        // pairs (run queues, the park/ready handshake), and the other readers (the
+        // dump, sysmon's deadlock check, which re-checks over time) take a hint.
+        self.status.store(to as u8, Ordering::Relaxed);
     }
 
     pub(crate) fn status(&self) -> GStatus {

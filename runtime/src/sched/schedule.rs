@@ -196,7 +196,7 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
         rt.netpoll.poll_now(&mut woken);
         if !woken.is_empty() {
             for g in woken {
-                g.set_status(GStatus::Runnable);
+                g.transition(GStatus::Waiting, GStatus::Runnable);
                 runq_put(&p, g, false);
             }
             // Published (a SeqCst fence): others may help with what we queued.
@@ -381,8 +381,8 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
     // a strong reference of ours.
     unsafe { G::drop_parked_self_ref(&g) };
+    g.transition(GStatus::Runnable, GStatus::Running);
     loop {
-        g.set_status(GStatus::Running);
         m.set_curg(Arc::as_ptr(&g));
         overflow::set_running(&g.guard);
         // SAFETY: we own `g`, we are on the M's own stack, and `g` is published as
@@ -401,7 +401,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                     // Nothing else to run: spare the pinned G two hand-offs.
                     continue;
                 }
-                g.set_status(GStatus::Runnable);
+                g.transition(GStatus::Running, GStatus::Runnable);
                 runq_put(&p, g, false);
                 return;
             }
@@ -421,11 +421,12 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 // SAFETY: try_park failed, so nobody else can have taken the G.
                 unsafe { g.set_parked_self_ref(false) };
                 // Woken before it slept: run it again at once, same time slice.
+                g.transition(GStatus::Waiting, GStatus::Running);
             }
             CoroutineResult::Yield(Request::ExitSyscall) => {
                 // Back from a blocking call with no P: the global queue, and this M
                 // sleeps until it is handed one (Go: exitsyscall0).
-                g.set_status(GStatus::Runnable);
+                g.transition(GStatus::Running, GStatus::Runnable);
                 publish_global(g);
                 wakep();
                 if m.locked_g().is_null() {
@@ -435,7 +436,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 return;
             }
             CoroutineResult::Return(()) => {
-                g.set_status(GStatus::Dead);
+                g.transition(GStatus::Running, GStatus::Dead);
                 if g.pinned {
                     // The M goes back to the pool. (Go ends the thread instead, since
                     // the goroutine may have left it in a special state; goro's pinning
@@ -505,7 +506,7 @@ pub(crate) fn handoffp(p: &'static P) {
 /// `runnext` (unless the slice has been inherited too often already); from anywhere
 /// else, to the global queue. Then wakes an idle P if no M is spinning.
 pub(crate) fn ready(g: GRef) {
-    g.set_status(GStatus::Runnable);
+    g.transition(GStatus::Waiting, GStatus::Runnable);
     let m = current_m();
     match m.and_then(|m| m.p()) {
         Some(p) => {
@@ -523,7 +524,7 @@ pub(crate) fn inject_global(gs: Vec<GRef>) -> usize {
     let n = gs.len();
     if n > 0 {
         for g in gs {
-            g.set_status(GStatus::Runnable);
+            g.transition(GStatus::Waiting, GStatus::Runnable);
             rt().injector.push(g);
         }
         // The publish half of the spinning protocol, for the caller's wakep.
@@ -678,7 +679,7 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
     // the suspend below.
     let g = unsafe { &*g };
     g.set_wait_reason(reason);
-    g.set_status(GStatus::Waiting);
+    g.transition(GStatus::Running, GStatus::Waiting);
     g.wait_since
         .store(rt().coarse_now.load(Ordering::Relaxed), Ordering::Relaxed);
     let mut commit = Some(commit);

@@ -47,7 +47,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
         );
     }
     g.set_wait_reason(WaitReason::BlockingCall);
-    g.set_status(GStatus::Syscall);
+    g.transition(GStatus::Running, GStatus::Syscall);
     // No switch happens inside `f` (it runs as a plain thread: see above), so `m` and
     // `g` are still this thread's M and G when it returns.
     m.set_curg(std::ptr::null());
@@ -74,7 +74,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// returns holding a P.
 fn exit_syscall(m: &'static M, g: &G) {
     m.set_curg(g);
-    g.set_status(GStatus::Running);
+    g.transition(GStatus::Syscall, GStatus::Running);
     g.set_wait_reason(WaitReason::None);
     let oldp = m.leave_syscall();
     // Fast path: our P is still ours.
