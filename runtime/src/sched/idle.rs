@@ -1,5 +1,6 @@
 //! Idle Ps, idle Ms, and the spinning counters.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use super::m::MShared;
@@ -101,6 +102,49 @@ impl Spinning {
     /// A P came off the idle list (`sched` held).
     pub fn pidle_dec(&self) {
         self.npidle.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Whether one M counts in [`Spinning`]'s `nmspinning`: the M's half of the spinning
+/// protocol. The M's flag and the global count change together, here only (tokio's
+/// `transition_worker_to_searching` / `transition_worker_from_searching`). Owned by the
+/// M, used on its thread.
+pub(crate) struct SpinState {
+    spinning: Cell<bool>,
+}
+
+impl SpinState {
+    /// A new M's state: `reserved` if its starter reserved a spinning slot for it
+    /// (`Spinning::should_wake` or `try_reserve`), which then already counts it.
+    pub(crate) fn new(reserved: bool) -> SpinState {
+        SpinState {
+            spinning: Cell::new(reserved),
+        }
+    }
+
+    pub(crate) fn is_spinning(&self) -> bool {
+        self.spinning.get()
+    }
+
+    /// Starts spinning (and counting), unless the M already is.
+    pub(crate) fn start(&self, counts: &Spinning) {
+        if !self.spinning.replace(true) {
+            counts.start_spinning();
+        }
+    }
+
+    /// The M was handed a P, with a spinning slot reserved for it or not.
+    pub(crate) fn adopt(&self, reserved: bool) {
+        if self.spinning.replace(reserved) {
+            super::fatal!("SpinState::adopt: a parked M was still spinning");
+        }
+    }
+
+    /// Stops spinning, if the M is: returns the number of spinning Ms left, None if it
+    /// was not spinning. An M that gives up must re-check every source of work after
+    /// this (the spinning protocol's second rule).
+    pub(crate) fn stop(&self, counts: &Spinning) -> Option<usize> {
+        self.spinning.replace(false).then(|| counts.stop_spinning())
     }
 }
 

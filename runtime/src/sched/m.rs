@@ -7,6 +7,7 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use super::g::{GRef, G};
+use super::idle::SpinState;
 use super::p::{HeldP, PStatus, P};
 use super::{fatal, rt};
 
@@ -27,7 +28,7 @@ pub(crate) struct M {
     /// The G this M is running (set around each resume), or null.
     curg: Cell<*const G>,
     /// Whether this M is counted in `nmspinning`.
-    pub(crate) spinning: Cell<bool>,
+    pub(crate) spin: SpinState,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
 }
@@ -246,7 +247,7 @@ impl M {
                     fatal!("stopm: M {} was handed a pinned coroutine", self.id);
                 }
                 self.acquirep(h.p);
-                self.spinning.set(h.spinning);
+                self.spin.adopt(h.spinning);
                 return;
             }
             // Idle for a while: leave if the pool is bigger than the Ps need.
@@ -324,7 +325,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 p_borrows: Cell::new(0),
                 oldp: Cell::new(None),
                 curg: Cell::new(std::ptr::null()),
-                spinning: Cell::new(spinning),
+                spin: SpinState::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
             }));
             CURRENT_M.with(|c| c.set(m));

@@ -92,6 +92,7 @@ pub(crate) mod g;
 pub(crate) mod idle;
 pub(crate) mod m;
 pub(crate) mod p;
+pub(crate) mod park;
 pub(crate) mod runq;
 pub(crate) mod schedule;
 pub(crate) mod syscall;
@@ -111,7 +112,8 @@ use idle::{pidleput_locked, DeepSleep, SchedLocked, Spinning};
 use p::{PStatus, P};
 use runq::WorkSummary;
 
-pub(crate) use schedule::{park_current_g, ready, spawn_g, wakep, yield_now};
+pub(crate) use park::park_current_g;
+pub(crate) use schedule::{ready, spawn_g, wakep, yield_now};
 
 pub use crate::config::MAX_PROCS;
 /// Every this many scheduling ticks a P looks at the global queue before its own.

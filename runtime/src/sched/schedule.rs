@@ -22,7 +22,6 @@ use super::{
     SPIN_PASS_GAP_NS, STEAL_ROUNDS,
 };
 use crate::stack::{self, overflow};
-use crate::wait::WaitReason;
 
 /// An M's life: find a G, run it, repeat. A panic on the scheduler's
 /// stack (a park commit, or a bug) cannot be recovered from: it is fatal.
@@ -53,9 +52,7 @@ pub(crate) fn m_loop(m: &'static M) {
 /// last spinner, wakes another (`reset_spinning`).
 fn schedule(m: &'static M) -> (GRef, bool) {
     let r = schedule_spinning(m);
-    if m.spinning.get() {
-        reset_spinning(m);
-    }
+    reset_spinning(m);
     r
 }
 
@@ -125,19 +122,16 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         }
 
         // Leave spinning, then re-check every source of work (the spinning protocol).
-        if m.spinning.replace(false) {
-            rt.spinning.stop_spinning();
-            if work_available(rt) || timers::due_anywhere() {
-                let p = {
-                    let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
-                    pidleget_locked(&mut s, &rt.spinning)
-                };
-                if let Some(p) = p {
-                    m.acquirep(p);
-                    m.spinning.set(true);
-                    rt.spinning.start_spinning();
-                    continue;
-                }
+        // (`stop` first: the re-check must come after the count is dropped.)
+        if m.spin.stop(&rt.spinning).is_some() && (work_available(rt) || timers::due_anywhere()) {
+            let p = {
+                let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+                pidleget_locked(&mut s, &rt.spinning)
+            };
+            if let Some(p) = p {
+                m.acquirep(p);
+                m.spin.start(&rt.spinning);
+                continue;
             }
         }
 
@@ -213,11 +207,8 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
     // spinning M turns its wakeps into no-ops instead of futex wake-ups. While a
     // timer is due within the poller's early-wake margin, keep at it too: sleeping
     // would wake late (see netpoll.rs, "waking early").
-    if m.spinning.get() || rt.spinning.may_spin(rt.procs()) {
-        if !m.spinning.get() {
-            m.spinning.set(true);
-            rt.spinning.start_spinning();
-        }
+    if m.spin.is_spinning() || rt.spinning.may_spin(rt.procs()) {
+        m.spin.start(&rt.spinning);
         let spin_start = Instant::now();
         loop {
             if let Some(g) = steal_work(&p) {
@@ -241,10 +232,9 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
 }
 
 /// A spinning M found work: stop spinning, and if it was the last spinner, wake
-/// another to look for more (Go: resetspinning).
+/// another to look for more (Go: resetspinning). Nothing if the M was not spinning.
 fn reset_spinning(m: &M) {
-    m.spinning.set(false);
-    if rt().spinning.stop_spinning() == 0 {
+    if m.spin.stop(&rt().spinning) == Some(0) {
         wakep();
     }
 }
@@ -337,9 +327,7 @@ fn retire_p(m: &'static M) -> bool {
         p.id
     };
     timers::migrate(id, 0);
-    if m.spinning.replace(false) {
-        rt.spinning.stop_spinning();
-    }
+    m.spin.stop(&rt.spinning);
     wakep();
     let next = {
         let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
@@ -380,7 +368,7 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     }
     // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
     // a strong reference of ours.
-    unsafe { G::drop_parked_self_ref(&g) };
+    unsafe { super::park::adopt(&g) };
     g.transition(GStatus::Runnable, GStatus::Running);
     loop {
         m.set_curg(Arc::as_ptr(&g));
@@ -406,22 +394,15 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 return;
             }
             CoroutineResult::Yield(Request::Park(commit)) => {
-                // SAFETY: `commit` points into park_current_g's frame on the suspended
-                // G's stack, which stays valid until the G is resumed; that cannot
-                // happen before the try_park below publishes it as parked.
-                unsafe { (*commit)() };
-                // SAFETY: still the owner until try_park succeeds.
-                unsafe { g.set_parked_self_ref(true) };
-                if g.wait.try_park() {
+                // SAFETY: `commit` came from park_current_g, whose frame stays
+                // suspended until the G runs again; we own `g`.
+                if unsafe { super::park::commit_park(&g, commit) } {
                     // Parked: our reference now keeps the G alive (see G's doc) and
                     // whoever readies it owns it from here.
                     std::mem::forget(g);
                     return;
                 }
-                // SAFETY: try_park failed, so nobody else can have taken the G.
-                unsafe { g.set_parked_self_ref(false) };
                 // Woken before it slept: run it again at once, same time slice.
-                g.transition(GStatus::Waiting, GStatus::Running);
             }
             CoroutineResult::Yield(Request::ExitSyscall) => {
                 // Back from a blocking call with no P: the global queue, and this M
@@ -664,36 +645,4 @@ pub(crate) fn yield_now() {
     }
     // SAFETY: `g` is the running G (alive while it runs) and we are on its stack.
     unsafe { (*g).suspend(Request::Yield) };
-}
-
-/// Parks the running G (see `park::park_commit`). Gives `commit` back when called on a
-/// plain thread.
-#[inline]
-pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Result<(), F> {
-    let g = current_g_ptr();
-    if g.is_null() {
-        return Err(commit);
-    }
-    // SAFETY: the running G is alive for as long as it runs and while it is parked
-    // (a parked G keeps a reference to itself), so this reference stays valid across
-    // the suspend below.
-    let g = unsafe { &*g };
-    g.set_wait_reason(reason);
-    g.transition(GStatus::Running, GStatus::Waiting);
-    g.wait_since
-        .store(rt().coarse_now.load(Ordering::Relaxed), Ordering::Relaxed);
-    let mut commit = Some(commit);
-    let mut call = || {
-        if let Some(c) = commit.take() {
-            c();
-        }
-    };
-    let call: *mut (dyn FnMut() + '_) = &mut call;
-    // SAFETY: only the lifetime is erased. The M calls this pointer only while this
-    // frame is suspended inside `suspend` below, i.e. while `call` is alive.
-    let call: *mut (dyn FnMut() + 'static) = unsafe { std::mem::transmute(call) };
-    // SAFETY: we are the running G, on our own stack.
-    unsafe { g.suspend(Request::Park(call)) };
-    g.set_wait_reason(WaitReason::None);
-    Ok(())
 }
