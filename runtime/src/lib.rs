@@ -20,6 +20,7 @@ mod config;
 pub mod debug;
 mod epoll;
 pub mod fs;
+mod lockrank;
 mod loom;
 pub mod net;
 mod netpoll;

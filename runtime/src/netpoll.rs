@@ -46,10 +46,11 @@
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::epoll::{Epoll, RawEvent, TIMER_KEY, WAKE_KEY};
+use crate::lockrank::{Mutex, Rank};
 use crate::timers::{nanotime, until};
 use goro_timers::MAX_WHEN;
 
@@ -107,12 +108,15 @@ impl<W> Netpoll<W> {
             poller: Epoll::new()?,
             busy: AtomicBool::new(false),
             until: AtomicI64::new(0),
-            events: Mutex::new(Vec::with_capacity(EVENTS_CAP)),
+            events: Mutex::new(Rank::PollEvents, Vec::with_capacity(EVENTS_CAP)),
             late_avg: AtomicI64::new(MIN_EARLY_NS),
-            table: Mutex::new(Table {
-                slots: Vec::new(),
-                free: Vec::new(),
-            }),
+            table: Mutex::new(
+                Rank::PollTable,
+                Table {
+                    slots: Vec::new(),
+                    free: Vec::new(),
+                },
+            ),
             waiters: AtomicUsize::new(0),
             registered: AtomicUsize::new(0),
             last_poll: AtomicI64::new(0),
@@ -138,7 +142,7 @@ impl<W> Netpoll<W> {
         make: impl FnOnce(usize) -> T,
     ) -> io::Result<Arc<T>> {
         let (key, pd) = {
-            let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+            let mut t = self.table.lock();
             let idx = match t.free.pop() {
                 Some(i) => i,
                 None => {
@@ -172,7 +176,7 @@ impl<W> Netpoll<W> {
     }
 
     fn forget(&self, key: usize) {
-        let mut t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let mut t = self.table.lock();
         let idx = key & 0xffff_ffff;
         if let Some(slot) = t.slots.get_mut(idx) {
             if (slot.0 as usize) == key >> 32 {
@@ -183,7 +187,7 @@ impl<W> Netpoll<W> {
     }
 
     fn lookup(&self, key: usize) -> Option<Target<W>> {
-        let t = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let t = self.table.lock();
         let (gen, pd) = t.slots.get(key & 0xffff_ffff)?;
         (*gen as usize == key >> 32).then(|| pd.clone()).flatten()
     }
@@ -226,7 +230,7 @@ impl<W> Netpoll<W> {
         if self.busy.load(Ordering::Relaxed) {
             return;
         }
-        let Ok(mut events) = self.events.try_lock() else {
+        let Some(mut events) = self.events.try_lock() else {
             return;
         };
         if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
@@ -286,7 +290,7 @@ impl<W> Netpoll<W> {
         };
         let timeout = (wake_at != MAX_WHEN).then(|| until(nanotime(), wake_at));
         let woke_by_event = {
-            let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+            let mut events = self.events.lock();
             // An error here only means we wake early; the caller re-checks.
             let _ = self.poller.wait(&mut events, timeout);
             self.dispatch(&events, false, woken);

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use goro_timers::when_after;
 
+use crate::lockrank::{Mutex as RankedMutex, Rank};
 use crate::park::{self, WaitReason};
 use crate::sched::{self, timers as sched_timers};
 use crate::timers::{nanotime, when_of_instant, TimerInner};
@@ -21,21 +22,22 @@ use crate::timers::{nanotime, when_of_instant, TimerInner};
 /// arrival order; a caller that finds it busy parks (never spins, never blocks its M).
 struct Serial<F> {
     /// Whether a call is running, and who waits for their turn.
-    state: Mutex<(bool, VecDeque<park::Unparker>)>,
+    state: RankedMutex<(bool, VecDeque<park::Unparker>)>,
+    /// Not ranked (see lockrank.rs): held while user code runs.
     f: Mutex<F>,
 }
 
 impl<F: FnMut()> Serial<F> {
     fn new(f: F) -> Serial<F> {
         Serial {
-            state: Mutex::new((false, VecDeque::new())),
+            state: RankedMutex::new(Rank::TimeSerial, (false, VecDeque::new())),
             f: Mutex::new(f),
         }
     }
 
     fn call(&self) {
         loop {
-            let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let mut st = self.state.lock();
             if !st.0 {
                 st.0 = true;
                 break;
@@ -46,11 +48,11 @@ impl<F: FnMut()> Serial<F> {
             park::park_commit(WaitReason::Mutex, move || drop(st));
         }
         /// Ends the turn even if `f` panics, and hands it to the next caller.
-        struct Turn<'a>(&'a Mutex<(bool, VecDeque<park::Unparker>)>);
+        struct Turn<'a>(&'a RankedMutex<(bool, VecDeque<park::Unparker>)>);
         impl Drop for Turn<'_> {
             fn drop(&mut self) {
                 let next = {
-                    let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut st = self.0.lock();
                     st.0 = false;
                     st.1.pop_front()
                 };

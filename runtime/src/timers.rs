@@ -23,10 +23,12 @@
 //!   lock would deadlock (Go issue 35532).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use goro_timers::{Fired, TimerHeap, TimerKey, MAX_WHEN};
+
+use crate::lockrank::{Mutex, MutexGuard, Rank};
 
 /// A timer's function. It runs on a P's scheduler stack, with no lock held: it must be
 /// short and must not park (readying a coroutine or spawning one is fine).
@@ -49,13 +51,13 @@ pub(crate) struct TimerInner {
 impl TimerInner {
     pub(crate) fn new(f: TimerFn) -> Arc<TimerInner> {
         Arc::new(TimerInner {
-            loc: Mutex::new(None),
+            loc: Mutex::new(Rank::TimerLoc, None),
             f,
         })
     }
 
     pub(crate) fn lock_loc(&self) -> MutexGuard<'_, Option<Loc>> {
-        self.loc.lock().unwrap_or_else(|e| e.into_inner())
+        self.loc.lock()
     }
 
     /// The firing rule: after `popped` was popped from its heap (lock released), run
@@ -145,14 +147,14 @@ impl HeapGuard<'_> {
 impl PTimers {
     pub(crate) fn new() -> PTimers {
         PTimers {
-            heap: Mutex::new(TimerHeap::new()),
+            heap: Mutex::new(Rank::TimerHeap, TimerHeap::new()),
             when0: AtomicI64::new(0),
         }
     }
 
     pub(crate) fn lock(&self) -> HeapGuard<'_> {
         HeapGuard {
-            heap: self.heap.lock().unwrap_or_else(|e| e.into_inner()),
+            heap: self.heap.lock(),
             when0: &self.when0,
         }
     }

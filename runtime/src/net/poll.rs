@@ -63,10 +63,11 @@ use std::collections::VecDeque;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::epoll;
+use crate::lockrank::{Mutex, MutexGuard, Rank};
 use crate::netpoll::PollTarget;
 use crate::park::{self, Unparker};
 use crate::sched::{g::GRef, rt};
@@ -143,7 +144,7 @@ pub(crate) fn closed_error() -> io::Error {
 impl Slot {
     fn new() -> Slot {
         Slot {
-            state: Mutex::new(SlotState::default()),
+            state: Mutex::new(Rank::PollSlot, SlotState::default()),
             seq: AtomicU32::new(0),
             drained: AtomicU64::new(0),
             queued: AtomicU32::new(0),
@@ -151,7 +152,7 @@ impl Slot {
     }
 
     fn lock(&self) -> MutexGuard<'_, SlotState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock()
     }
 
     /// An edge: wake the head waiter, or mark the slot ready if nobody waits.

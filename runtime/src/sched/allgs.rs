@@ -37,6 +37,7 @@ unsafe impl Sync for Shard {}
 
 impl Shard {
     fn lock(&self) -> ShardGuard<'_> {
+        crate::lockrank::acquire(crate::lockrank::Rank::AllGs);
         let mut spins = 0u32;
         // Acquire: pairs with the Release of the previous holder's unlock, so we see
         // its writes to `gs`.
@@ -80,6 +81,7 @@ impl Drop for ShardGuard<'_> {
     fn drop(&mut self) {
         // Release: publishes our writes to `gs` to the next holder.
         self.shard.locked.store(false, Ordering::Release);
+        crate::lockrank::release(crate::lockrank::Rank::AllGs);
     }
 }
 

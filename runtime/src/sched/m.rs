@@ -2,7 +2,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -10,6 +10,7 @@ use super::g::{GRef, G};
 use super::idle::SpinState;
 use super::p::{HeldP, PStatus, P};
 use super::{fatal, rt};
+use crate::lockrank::{Mutex, Rank};
 
 /// An M's own state, used on its thread only. It lives as long as its thread: an M
 /// that leaves the pool (see `stopm`) frees it as the thread ends. Nothing else keeps a
@@ -70,7 +71,7 @@ impl MShared {
     }
 
     fn hand_over(&self, h: Handoff) {
-        *self.next.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+        *self.next.lock() = Some(h);
         // Release: pairs with the Acquire swap in `wait_for_p`.
         self.woken.store(true, Ordering::Release);
         self.thread.unpark();
@@ -83,7 +84,7 @@ impl MShared {
         loop {
             // Acquire: pairs with the Release store in `hand_over`.
             if self.woken.swap(false, Ordering::Acquire) {
-                if let Some(next) = self.next.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                if let Some(next) = self.next.lock().take() {
                     return Some(next);
                 }
             }
@@ -236,11 +237,7 @@ impl M {
             fatal!("stopm: M {} still holds a P", self.id);
         }
         let rt = rt();
-        rt.sched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .idle_ms
-            .push(self.shared.clone());
+        rt.sched.lock().idle_ms.push(self.shared.clone());
         loop {
             if let Some(h) = self.shared.wait_for_p(Some(idle_m_timeout())) {
                 if h.g.is_some() {
@@ -254,7 +251,7 @@ impl M {
             if rt.nm_alive.load(Ordering::Relaxed) <= rt.procs() + 1 {
                 continue;
             }
-            let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = rt.sched.lock();
             if let Some(i) = s.idle_ms.iter().position(|x| Arc::ptr_eq(x, &self.shared)) {
                 s.idle_ms.swap_remove(i);
                 drop(s);
@@ -314,7 +311,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
         .spawn(move || {
             let altstack = crate::stack::overflow::ensure_altstack();
             let shared = Arc::new(MShared {
-                next: Mutex::new(None),
+                next: Mutex::new(Rank::MHandoff, None),
                 woken: AtomicBool::new(false),
                 thread: thread::current(),
             });

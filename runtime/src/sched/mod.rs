@@ -72,9 +72,10 @@
 //!
 //! # Lock order
 //!
-//! `Runtime::sched` (idle Ps and Ms) is a leaf: nothing is locked while holding it
-//! except the global stack pool, which is a leaf too. Run queues and `runnext` are
-//! lock-free.
+//! Every lock of the runtime has a rank, and the whole order is written down, with
+//! what each lock may take under it, in `lockrank.rs`; debug builds check every
+//! acquisition against it. For the scheduler: `Runtime::sched` (idle Ps and Ms) takes
+//! only the global stack pool under it; run queues and `runnext` are lock-free.
 //!
 //! # G ownership and migration
 //!
@@ -100,11 +101,12 @@ pub(crate) mod sysmon;
 pub(crate) mod timers;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_deque::Injector;
 
 use crate::config::Config;
+use crate::lockrank::{Mutex, Rank};
 use crate::netpoll::Netpoll;
 use crate::stack::pool::StackPool;
 use g::GRef;
@@ -233,7 +235,7 @@ fn init() -> &'static Runtime {
             summary: WorkSummary::new(),
             spinning: Spinning::new(),
             deep_sleep: DeepSleep::new(),
-            sched: Mutex::new(SchedLocked::default()),
+            sched: Mutex::new(Rank::Sched, SchedLocked::default()),
             stacks: StackPool::new(cfg.stack_usable),
             next_goid: AtomicU64::new(1),
             nm: AtomicUsize::new(0),
@@ -248,7 +250,7 @@ fn init() -> &'static Runtime {
             deadlock_check: cfg.deadlock_check,
             idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
         };
-        rt.resize_locked(&mut rt.sched.lock().unwrap(), cfg.maxprocs);
+        rt.resize_locked(&mut rt.sched.lock(), cfg.maxprocs);
         rt
     })
 }
@@ -320,7 +322,7 @@ pub fn set_maxprocs(n: usize) -> usize {
     }
     let n = n.min(MAX_PROCS);
     let prev = {
-        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = rt.sched.lock();
         let prev = rt.procs();
         rt.resize_locked(&mut s, n);
         prev

@@ -105,7 +105,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 
         // Nothing to do: give the P back.
         {
-            let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+            let mut s = rt.sched.lock();
             if !rt.injector.is_empty() {
                 drop(s);
                 if let Some(g) = globrunqget(&m.held_p("find_runnable")) {
@@ -125,7 +125,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         // (`stop` first: the re-check must come after the count is dropped.)
         if m.spin.stop(&rt.spinning).is_some() && (work_available(rt) || timers::due_anywhere()) {
             let p = {
-                let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = rt.sched.lock();
                 pidleget_locked(&mut s, &rt.spinning)
             };
             if let Some(p) = p {
@@ -146,7 +146,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         let readied = inject_global(woken);
         if blocked {
             let p = {
-                let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+                let mut s = rt.sched.lock();
                 pidleget_locked(&mut s, &rt.spinning)
             };
             match p {
@@ -310,7 +310,7 @@ fn steal_work(p: &HeldP<'_>) -> Option<GRef> {
 fn retire_p(m: &'static M) -> bool {
     let rt = rt();
     let id = {
-        let _s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let _s = rt.sched.lock();
         let p = m.held_p("retire_p");
         if p.id < rt.procs() {
             return false;
@@ -330,7 +330,7 @@ fn retire_p(m: &'static M) -> bool {
     m.spin.stop(&rt.spinning);
     wakep();
     let next = {
-        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = rt.sched.lock();
         pidleget_locked(&mut s, &rt.spinning)
     };
     match next {
@@ -475,7 +475,7 @@ pub(crate) fn handoffp(p: &'static P) {
     }
     let when = p.timers.when0();
     {
-        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = rt.sched.lock();
         pidleput_locked(&mut s, &rt.spinning, p);
     }
     if when != 0 && !rt.netpoll.timer_added(when) {
@@ -547,7 +547,7 @@ pub(crate) fn wakep() {
 fn startm(spinning: bool) {
     let rt = rt();
     let (p, m) = {
-        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = rt.sched.lock();
         match pidleget_locked(&mut s, &rt.spinning) {
             Some(p) => (p, s.idle_ms.pop()),
             None => {
@@ -569,12 +569,7 @@ fn startm(spinning: bool) {
 /// retook it from a blocking call, or a pinned coroutine's M let go of it), to an idle
 /// or new M.
 pub(crate) fn startm_with(p: &'static P, spinning: bool) {
-    let m = rt()
-        .sched
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .idle_ms
-        .pop();
+    let m = rt().sched.lock().idle_ms.pop();
     match m {
         Some(m) => m.hand(p, spinning),
         None => newm(p, spinning),

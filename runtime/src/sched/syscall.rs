@@ -85,7 +85,7 @@ fn exit_syscall(m: &'static M, g: &G) {
     // Sysmon took it: any idle P will do.
     let rt = rt();
     let p = {
-        let mut s = rt.sched.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = rt.sched.lock();
         pidleget_locked(&mut s, &rt.spinning)
     };
     if let Some(p) = p {

@@ -486,7 +486,7 @@ fn schedtrace(rt: &Runtime, since_start: i64) {
         rt.spinning.npidle(),
         rt.nm_alive.load(Ordering::Relaxed) + 1,
         rt.spinning.nmspinning(),
-        rt.sched.lock().map(|s| s.idle_ms.len()).unwrap_or(0),
+        rt.sched.lock().idle_ms.len(),
         count_gs(rt, |s| s == GStatus::Syscall),
         rt.injector.len(),
         super::num_goroutines(),

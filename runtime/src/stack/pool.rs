@@ -14,9 +14,9 @@
 //! the next burst the `mmap`s and first-touch page faults again); Go, too, returns
 //! freed stacks to the OS in the background.
 
+use crate::lockrank::{Mutex, Rank};
 use std::cell::RefCell;
 use std::io;
-use std::sync::Mutex;
 
 use super::Stack;
 
@@ -48,7 +48,7 @@ impl StackPool {
     pub(crate) fn new(default_usable: usize) -> StackPool {
         StackPool {
             default_usable,
-            global: Mutex::new(Vec::new()),
+            global: Mutex::new(Rank::StackPool, Vec::new()),
         }
     }
 
@@ -63,7 +63,7 @@ impl StackPool {
             if let Some(cache) = cache {
                 let mut stacks = cache.stacks.borrow_mut();
                 if stacks.is_empty() {
-                    let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+                    let mut global = self.global.lock();
                     let take = global.len().min(P_CACHE_MAX / 2);
                     let at = global.len() - take;
                     stacks.extend(global.drain(at..));
@@ -71,7 +71,7 @@ impl StackPool {
                 if let Some(s) = stacks.pop() {
                     return Ok(s);
                 }
-            } else if let Some(s) = self.global.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            } else if let Some(s) = self.global.lock().pop() {
                 return Ok(s);
             }
         }
@@ -111,13 +111,13 @@ impl StackPool {
 
     /// Adds stacks to the global pool (the scavenger trims it).
     fn release(&self, mut stacks: Vec<Stack>) {
-        let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+        let mut global = self.global.lock();
         global.append(&mut stacks);
     }
 
     /// How many stacks the global pool holds above its watermark (a racy snapshot).
     pub(crate) fn excess(&self) -> usize {
-        let global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+        let global = self.global.lock();
         global.len().saturating_sub(GLOBAL_POOL_MAX)
     }
 
@@ -126,7 +126,7 @@ impl StackPool {
     /// excess left.
     pub(crate) fn scavenge(&self) -> usize {
         let (victims, left) = {
-            let mut global = self.global.lock().unwrap_or_else(|e| e.into_inner());
+            let mut global = self.global.lock();
             let excess = global.len().saturating_sub(GLOBAL_POOL_MAX);
             let n = if excess <= 64 { excess } else { excess / 2 };
             let n = n.min(SCAVENGE_BATCH);
@@ -140,7 +140,7 @@ impl StackPool {
 
     #[cfg(test)]
     fn global_len(&self) -> usize {
-        self.global.lock().unwrap().len()
+        self.global.lock().len()
     }
 }
 
