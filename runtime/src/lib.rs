@@ -53,7 +53,9 @@ pub fn yield_now() {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod __loom {
+    pub use crate::netpoll::Watch;
     pub use crate::sched::idle::{DeepSleep, Spinning};
+    pub use crate::sched::p::{PStatus, StatusWord};
     pub use crate::sched::runq::RunNext;
     pub use crate::spawn::JoinState;
     pub use crate::wait::{WaitCell, Wake};

@@ -51,6 +51,7 @@ use std::time::Duration;
 
 use crate::epoll::{Epoll, RawEvent, TIMER_KEY, WAKE_KEY};
 use crate::lockrank::{Mutex, Rank};
+use crate::loom;
 use crate::timers::{nanotime, until};
 use goro_timers::MAX_WHEN;
 
@@ -61,18 +62,14 @@ pub(crate) struct Netpoll<W> {
     poller: Epoll,
     /// Whether an M is (about to be) blocked in the poller. Taken with a swap.
     busy: AtomicBool,
-    /// The deadline the blocked M sleeps until (`MAX_WHEN`: no timeout), or 0 when no
-    /// M is blocked. Written by the blocking M; read by timer adders.
-    until: AtomicI64,
+    /// The blocking M's deadline and the count of fd waiters (the two Dekker pairs).
+    watch: Watch,
     events: Mutex<Vec<RawEvent>>,
     /// Moving average of how late the kernel woke the poller after a timeout, in ns.
     /// Written only by the M in the poller; read by anyone.
     late_avg: AtomicI64,
     /// Registered descriptors, by key.
     table: Mutex<Table<W>>,
-    /// Callers parked on a descriptor slot: while there are any, an idle M blocks in
-    /// the poller even with no timer pending, and `find_runnable` polls.
-    waiters: AtomicUsize,
     /// Registered descriptors.
     registered: AtomicUsize,
     /// When an M last polled (blocking or not): sysmon's backstop polls after 10 ms.
@@ -107,7 +104,7 @@ impl<W> Netpoll<W> {
         Ok(Netpoll {
             poller: Epoll::new()?,
             busy: AtomicBool::new(false),
-            until: AtomicI64::new(0),
+            watch: Watch::new(),
             events: Mutex::new(Rank::PollEvents, Vec::with_capacity(EVENTS_CAP)),
             late_avg: AtomicI64::new(MIN_EARLY_NS),
             table: Mutex::new(
@@ -117,7 +114,6 @@ impl<W> Netpoll<W> {
                     free: Vec::new(),
                 },
             ),
-            waiters: AtomicUsize::new(0),
             registered: AtomicUsize::new(0),
             last_poll: AtomicI64::new(0),
         })
@@ -125,7 +121,7 @@ impl<W> Netpoll<W> {
 
     /// Whether any caller waits on a socket (Relaxed: a hint for whether to poll).
     pub(crate) fn has_waiters(&self) -> bool {
-        self.waiters.load(Ordering::Relaxed) != 0
+        self.watch.has_waiters()
     }
 
     /// Registered sockets now.
@@ -203,7 +199,7 @@ impl<W> Netpoll<W> {
                 // A quick poll that ran just before an M blocked can take the
                 // notification meant for that M (sent once the M published `until`).
                 // Pass it on, or the M would sleep past the timer that sent it.
-                if quick && self.until.load(Ordering::SeqCst) != 0 {
+                if quick && self.watch.until() != 0 {
                     self.poller.notify();
                 }
                 continue;
@@ -265,23 +261,15 @@ impl<W> Netpoll<W> {
         if self.busy.swap(true, Ordering::Acquire) {
             return false;
         }
-        let mut deadline = earliest();
-        if deadline == 0 {
-            // SeqCst: the blocker half of the Dekker pair with `waiter_arrived`. If we
-            // miss a waiter here, it sees `until` still 0 and wakes an M.
-            if self.waiters.load(Ordering::SeqCst) == 0 {
-                self.busy.store(false, Ordering::Release);
-                return false;
-            }
-            deadline = MAX_WHEN; // sockets to watch, no timer: no timeout
-        }
-        self.until.store(deadline, Ordering::SeqCst);
-        // The poller half of the Dekker pair: re-read the timers after publishing.
-        fence(Ordering::SeqCst);
+        let Some(mut deadline) = self.watch.commit(earliest()) else {
+            self.busy.store(false, Ordering::Release);
+            return false;
+        };
+        // The poller half of the timers' Dekker pair: re-read them after publishing.
         let again = earliest();
         if again != 0 && again < deadline {
             deadline = again;
-            self.until.store(deadline, Ordering::SeqCst);
+            self.watch.shorten(deadline);
         }
         let wake_at = if deadline == MAX_WHEN {
             MAX_WHEN
@@ -305,7 +293,7 @@ impl<W> Netpoll<W> {
             self.late_avg
                 .store(avg + (sample - avg) / 8, Ordering::Relaxed);
         }
-        self.until.store(0, Ordering::SeqCst);
+        self.watch.release();
         self.busy.store(false, Ordering::Release);
         true
     }
@@ -317,7 +305,7 @@ impl<W> Netpoll<W> {
     pub(crate) fn timer_added(&self, when: i64) -> bool {
         // The adder half of the Dekker pair.
         fence(Ordering::SeqCst);
-        let until = self.until.load(Ordering::SeqCst);
+        let until = self.watch.until();
         if until == 0 {
             return false;
         }
@@ -327,33 +315,122 @@ impl<W> Netpoll<W> {
         true
     }
 
+    /// A caller is about to park on a registered fd: see [`Watch::waiter_arrived`].
+    pub(crate) fn waiter_arrived(&self) -> bool {
+        self.watch.waiter_arrived()
+    }
+
+    /// A caller counted by `waiter_arrived` is awake again.
+    pub(crate) fn waiter_left(&self) {
+        self.watch.waiter_left();
+    }
+
+    /// Breaks the poller's wait (or makes the next one return at once).
+    pub(crate) fn notify(&self) {
+        self.poller.notify();
+    }
+}
+
+/// The two words the poller's protocols turn on: the deadline the M in the poller
+/// sleeps until, and the number of callers parked on registered fds ("someone watches
+/// the sockets", and the timers' Dekker pair, in the module doc). A type of its own so
+/// that `tests/loom_netpoll.rs` can check the very code.
+pub struct Watch {
+    /// The deadline the blocked M sleeps until (`MAX_WHEN`: no timeout), or 0 when no
+    /// M is committed to the poller. Written by that M (`commit`, `shorten`,
+    /// `release`); read by fd waiters, timer adders and quick polls.
+    until: loom::AtomicI64,
+    /// Callers parked on a descriptor slot: while there are any, an idle M blocks in the
+    /// poller even with no timer pending, and `find_runnable` polls. Written by the
+    /// waiters; read by the M deciding whether to block, and as a hint by anyone.
+    waiters: loom::AtomicUsize,
+}
+
+impl Watch {
+    /// No M in the poller, nobody waiting.
+    pub fn new() -> Watch {
+        Watch {
+            until: loom::AtomicI64::new(0),
+            waiters: loom::AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether any caller waits on an fd (Relaxed: a hint for whether to poll).
+    pub fn has_waiters(&self) -> bool {
+        self.waiters.load(Ordering::Relaxed) != 0
+    }
+
+    /// The deadline of the M committed to the poller, 0 if none.
+    pub fn until(&self) -> i64 {
+        // SeqCst: the reader half of the timers' pair (after the adder's fence) and of
+        // the waiters' pair.
+        self.until.load(Ordering::SeqCst)
+    }
+
+    /// The M that took `busy` decides whether to block, given `earliest`, the earliest
+    /// timer (0: none). Returns the deadline it committed to (`MAX_WHEN`: only fds to
+    /// watch), or None if there is nothing to wait for. A commit ends with a SeqCst
+    /// fence, after which the caller re-reads the timers (`shorten` if one is earlier).
+    pub fn commit(&self, earliest: i64) -> Option<i64> {
+        let deadline = if earliest != 0 {
+            earliest
+        } else {
+            // SeqCst: if we miss a waiter here, we never store `until`, so that waiter
+            // reads 0 and wakes an M itself (`waiter_arrived`). And with `release`'s
+            // store before it, a Dekker pair: a waiter that read the deadline of an M
+            // leaving the poller is seen by that M's next decision.
+            loom::seqcst_pair_fence();
+            if self.waiters.load(Ordering::SeqCst) == 0 {
+                return None;
+            }
+            MAX_WHEN // sockets to watch, no timer: no timeout
+        };
+        self.until.store(deadline, Ordering::SeqCst);
+        // The poller half of the timers' Dekker pair: the caller re-reads the timers.
+        loom::fence(Ordering::SeqCst);
+        Some(deadline)
+    }
+
+    /// The committed M found an earlier timer on its re-read.
+    pub fn shorten(&self, deadline: i64) {
+        // SeqCst: as the commit's store.
+        self.until.store(deadline, Ordering::SeqCst);
+    }
+
+    /// The committed M is awake again and leaves the poller.
+    pub fn release(&self) {
+        // SeqCst: waiters and adders that read 0 from now on wake an M themselves.
+        self.until.store(0, Ordering::SeqCst);
+    }
+
     /// A caller is about to park on a registered fd: counts it, and returns whether
     /// the caller must wake an M (`wakep`) because none is committed to the poller.
     ///
-    /// The waiter half of a Dekker pair with `block`: count ourselves, then look for an
-    /// M committed to the poller (`until` set). If there is none, wake one (an idle M
-    /// that finds nothing else to do blocks in the poller now). `busy` would not do: an
-    /// M that took it and then saw no waiter (before our increment) drops it again
-    /// without blocking. A `true` ends with a SeqCst fence, as `wakep` requires of
-    /// what it follows.
-    pub(crate) fn waiter_arrived(&self) -> bool {
-        if self.waiters.fetch_add(1, Ordering::SeqCst) == 0
-            && self.until.load(Ordering::SeqCst) == 0
-        {
-            fence(Ordering::SeqCst);
+    /// The waiter's half: count ourselves, then look for a committed M (`until` set).
+    /// An M that read the count before our increment saw no waiter and never stores
+    /// `until`, so we read 0 and wake one (an idle M with nothing else to do blocks in
+    /// the poller). `busy` would not do: an M that took it and then saw no waiter
+    /// drops it again without blocking. A `true` ends with a SeqCst fence, as `wakep`
+    /// requires of what it follows.
+    pub fn waiter_arrived(&self) -> bool {
+        let first = self.waiters.fetch_add(1, Ordering::SeqCst) == 0;
+        loom::seqcst_pair_fence();
+        if first && self.until() == 0 {
+            loom::fence(Ordering::SeqCst);
             return true;
         }
         false
     }
 
     /// A caller counted by `waiter_arrived` is awake again.
-    pub(crate) fn waiter_left(&self) {
-        // SeqCst: the count is one side of `block`'s Dekker pair (see above).
+    pub fn waiter_left(&self) {
+        // SeqCst: the count is read by `commit` (above).
         self.waiters.fetch_sub(1, Ordering::SeqCst);
     }
+}
 
-    /// Breaks the poller's wait (or makes the next one return at once).
-    pub(crate) fn notify(&self) {
-        self.poller.notify();
+impl Default for Watch {
+    fn default() -> Self {
+        Self::new()
     }
 }

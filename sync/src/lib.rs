@@ -33,6 +33,7 @@ mod rwlock;
 mod semaphore;
 #[cfg(not(loom))]
 mod waitgroup;
+mod waitgroup_word;
 
 #[cfg(not(loom))]
 pub use cond::Cond;
@@ -46,3 +47,11 @@ pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, MAX_READERS};
 pub use semaphore::Semaphore;
 #[cfg(not(loom))]
 pub use waitgroup::WaitGroup;
+
+/// The protocol words, for the loom models in `tests/loom_*.rs`. Only built with
+/// `RUSTFLAGS="--cfg loom"`; not an API.
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod __loom {
+    pub use crate::waitgroup_word::WaitGroupWord;
+}

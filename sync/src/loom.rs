@@ -3,9 +3,9 @@
 //! `tests/loom_sema.rs` with `RUSTFLAGS="--cfg loom"`.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32};
+pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32};
+pub(crate) use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64};
 
 pub(crate) use std::sync::atomic::Ordering;
 

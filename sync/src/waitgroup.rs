@@ -8,17 +8,16 @@
 //! waiters of its previous round are still being released.
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use goro_runtime::park::WaitReason;
 
-use crate::loom::{AtomicU32, Ordering};
+use crate::loom::AtomicU32;
 use crate::sema;
+use crate::waitgroup_word::WaitGroupWord;
 
 struct Inner {
-    /// counter << 32 | waiters.
-    state: AtomicU64,
+    word: WaitGroupWord,
     sema: AtomicU32,
 }
 
@@ -40,7 +39,7 @@ impl WaitGroup {
     pub fn new() -> WaitGroup {
         WaitGroup {
             inner: Arc::new(Inner {
-                state: AtomicU64::new(0),
+                word: WaitGroupWord::new(),
                 sema: AtomicU32::new(0),
             }),
         }
@@ -56,32 +55,8 @@ impl WaitGroup {
     pub fn add(&self, delta: i64) {
         let d = i32::try_from(delta)
             .unwrap_or_else(|_| panic!("WaitGroup::add: delta {delta} does not fit in 32 bits"));
-        let inner = &*self.inner;
-        // AcqRel: Release publishes the task's work to the waiters woken below (or to
-        // a later wait that sees zero); Acquire orders earlier adds' work before ours.
-        let state = inner
-            .state
-            .fetch_add((d as i64 as u64) << 32, Ordering::AcqRel)
-            .wrapping_add((d as i64 as u64) << 32);
-        let v = (state >> 32) as i32;
-        let w = state as u32;
-        if v < 0 {
-            panic!("negative WaitGroup counter");
-        }
-        if w != 0 && d > 0 && v == d {
-            panic!("WaitGroup reused too early: add called while waiters of the previous round are being released");
-        }
-        if v > 0 || w == 0 {
-            return;
-        }
-        // The counter is zero and there are waiters: release them. Nobody may touch
-        // the state meanwhile (a concurrent add would be the misuse above).
-        if inner.state.load(Ordering::Relaxed) != state {
-            panic!("WaitGroup reused too early: add called while waiters of the previous round are being released");
-        }
-        inner.state.store(0, Ordering::Relaxed);
-        for _ in 0..w {
-            sema::release(&inner.sema, false);
+        for _ in 0..self.inner.word.add(d) {
+            sema::release(&self.inner.sema, false);
         }
     }
 
@@ -97,44 +72,22 @@ impl WaitGroup {
     /// If the group was reused (a positive `add`) before this wait had returned.
     pub fn wait(&self) {
         goro_runtime::preempt_point();
-        let inner = &*self.inner;
-        let mut state = inner.state.load(Ordering::Acquire);
-        loop {
-            if (state >> 32) as i32 == 0 {
-                return;
-            }
-            // Count ourselves as a waiter.
-            match inner.state.compare_exchange_weak(
-                state,
-                state + 1,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    sema::acquire(&inner.sema, false, WaitReason::WaitGroup);
-                    // The reset store happens-before this load through the sema (its
-                    // release, our acquire), so a non-zero state is a later `add`: the
-                    // misuse. Acquire is more than that needs, and free on x86.
-                    if inner.state.load(Ordering::Acquire) != 0 {
-                        panic!("WaitGroup reused too early: add called before the previous wait returned");
-                    }
-                    return;
-                }
-                Err(now) => state = now,
-            }
+        if self.inner.word.register() {
+            sema::acquire(&self.inner.sema, false, WaitReason::WaitGroup);
+            self.inner.word.after_wake();
         }
     }
 
     /// The counter now (for tests and diagnostics).
     pub fn count(&self) -> i64 {
-        (self.inner.state.load(Ordering::Acquire) >> 32) as i32 as i64
+        self.inner.word.count()
     }
 
     #[cfg(test)]
     fn set_state(&self, counter: i32, waiters: u32) {
-        self.inner.state.store(
+        self.inner.word.state.store(
             ((counter as u32 as u64) << 32) | waiters as u64,
-            Ordering::SeqCst,
+            std::sync::atomic::Ordering::SeqCst,
         );
     }
 }
@@ -150,6 +103,7 @@ impl fmt::Debug for WaitGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[test]
     #[should_panic(expected = "negative WaitGroup counter")]
@@ -177,7 +131,7 @@ mod tests {
         let w2 = wg.clone();
         let waiter = std::thread::spawn(move || w2.wait());
         // Wait until the waiter has registered.
-        while wg.inner.state.load(Ordering::SeqCst) as u32 == 0 {
+        while wg.inner.word.state.load(Ordering::SeqCst) as u32 == 0 {
             std::thread::yield_now();
         }
         // Release it by hand while the counter says a new round started.

@@ -1,7 +1,9 @@
 //! P: a processor, the right to run coroutines, with its run queue and caches.
 
 use std::cell::{Cell, UnsafeCell};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32};
+
+use crate::loom::{AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
 
@@ -27,7 +29,7 @@ use crate::timers::PTimers;
 /// (`startm`, `handoffp`), which makes it `Running` in `acquirep`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
-pub(crate) enum PStatus {
+pub enum PStatus {
     /// Held by no M: on the idle list, or on its way to an M.
     Idle = 0,
     /// Held by an M that runs coroutines or looks for work.
@@ -64,16 +66,52 @@ impl PStatus {
     }
 }
 
+/// A P's status word: the atomic under [`P::transition`] and the syscall hand-off's
+/// CASes, a type of its own so that `tests/loom_syscall.rs` checks the very code.
+pub struct StatusWord {
+    word: AtomicU8,
+}
+
+impl StatusWord {
+    /// A word holding `s`.
+    pub fn new(s: PStatus) -> StatusWord {
+        StatusWord {
+            word: AtomicU8::new(s as u8),
+        }
+    }
+
+    /// The status now.
+    pub fn load(&self) -> PStatus {
+        // Relaxed: thieves use it as a hint for the back-off (a stale value costs at
+        // most one needless back-off or one early steal), sysmon as a hint for which
+        // CAS to try; owners read their own writes.
+        PStatus::from_u8(self.word.load(Ordering::Relaxed))
+    }
+
+    /// Stores `to` (the owner, at a transition).
+    pub fn store(&self, to: PStatus, order: Ordering) {
+        self.word.store(to as u8, order);
+    }
+
+    /// The syscall hand-off's CAS. AcqRel: the winner takes over the P's local state
+    /// published by the Release store of `Running -> Syscall`.
+    pub fn cas(&self, from: PStatus, to: PStatus) -> bool {
+        self.word
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    }
+}
+
 /// A processor.
 ///
 /// The shared part (`status`, `runnext`, `stealer`) is what other Ps touch; `local` is
 /// the owner's, reachable only through a [`HeldP`].
 pub(crate) struct P {
     pub(crate) id: usize,
-    /// A `PStatus`. Written by whoever owns the P at the transition (its M, or the
-    /// holder of `Runtime::sched` for an idle or dead P, or sysmon's CAS); read by
-    /// thieves and sysmon.
-    status: AtomicU8,
+    /// Written by whoever owns the P at the transition (its M, or the holder of
+    /// `Runtime::sched` for an idle or dead P, or sysmon's CAS); read by thieves and
+    /// sysmon.
+    status: StatusWord,
     /// The G to run next (see "the runnext steal back-off").
     pub(crate) runnext: RunNext<G>,
     /// The stealing end of `local.runq`.
@@ -127,7 +165,7 @@ impl P {
         let stealer = runq.stealer();
         P {
             id,
-            status: AtomicU8::new(PStatus::Dead as u8),
+            status: StatusWord::new(PStatus::Dead),
             runnext: RunNext::new(),
             stealer,
             timers: PTimers::new(),
@@ -150,9 +188,7 @@ impl P {
     }
 
     pub(crate) fn status(&self) -> PStatus {
-        // Relaxed: thieves use it as a hint for the back-off; a stale value costs at
-        // most one needless back-off or one early steal. Owners read their own writes.
-        PStatus::from_u8(self.status.load(Ordering::Relaxed))
+        self.status.load()
     }
 
     /// Moves the P from `from` to `to` (Go: the status stores of acquirep, releasep,
@@ -171,7 +207,7 @@ impl P {
                 );
             }
         }
-        self.status.store(to as u8, order);
+        self.status.store(to, order);
     }
 
     /// One of the two CASes of the syscall hand-off (`Syscall -> Running` by the
@@ -180,9 +216,7 @@ impl P {
     /// Release store of `blocking`.
     pub(crate) fn cas_status(&self, from: PStatus, to: PStatus) -> bool {
         debug_assert!(from.may_become(to), "P::cas_status: {from:?} -> {to:?}");
-        self.status
-            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Relaxed)
-            .is_ok()
+        self.status.cas(from, to)
     }
 
     /// Holder only: adds `d` to this P's coroutine count.
