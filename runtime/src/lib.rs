@@ -3,16 +3,20 @@
 //! Stackful coroutines ("goroutines", G) on pooled mmap'd stacks, multiplexed over OS
 //! threads (M) by processors (P) that each own a run queue, the way Go's runtime does
 //! it. This crate holds the scheduler, stacks, the park/ready primitive every blocking
-//! operation is built on, and (later) timers, the netpoller and sysmon. Users normally
+//! operation is built on, timers, the netpoller, sysmon and sockets. Users normally
 //! reach it through the `goro` facade.
 //!
-//! Module map:
-//! - [`sched`](crate::sched) (private): G, M, P, run queues, the scheduler loop. Its
-//!   module doc is the design comment: glossary, protocols, lock order.
-//! - `stack`: stack mappings, guard pages, the pool, the overflow handler.
-//! - [`park`]: `prepare` / `park` / [`park::Unparker`], for coroutines and threads.
-//! - `spawn`: [`Builder`], [`spawn`], [`JoinHandle`].
-//! - `config`: the `GORO_*` environment variables.
+//! Module map, by layer (each calls only the layers below it, except inside `sched/`;
+//! `tests/layers.rs` checks it; docs/architecture.md has the whole map):
+//! - layer 0: `wait` (the park/ready handshake word, wait reasons), `lockrank` (the
+//!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`.
+//! - layer 1: `timers` (per-P timer heaps and the firing rule), `netpoll` (the poller,
+//!   which returns what it readied).
+//! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
+//!   module doc is the design comment: glossary, protocols.
+//! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
+//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), [`time`].
+//! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`].
 
 #![warn(missing_docs)]
 
