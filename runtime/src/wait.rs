@@ -9,9 +9,10 @@
 //! `NOTIFIED_BY_DEADLINE` (woken by its own deadline: see `park_commit_timeout`).
 //!
 //! - `prepare` starts wait number `seq + 1` in state `WAITING` and returns an
-//!   `Unparker` (`park.rs`) for exactly that wait. An unparker of an older wait is *stale*: it can
-//!   never wake a later one, so a wake-up that arrives late (a timer that fired while the
-//!   value was already delivered, say) cannot leak into the next wait as a spurious one.
+//!   `Unparker` (`park.rs`) for exactly that wait. An unparker of an older wait is
+//!   *stale*: it can never wake a later one, so a wake-up that arrives late (a timer
+//!   that fired while the value was already delivered, say) cannot leak into the next
+//!   wait as a spurious one.
 //! - `unpark` moves `WAITING` or `PARKED` to `NOTIFIED` (or `NOTIFIED_BY_DEADLINE`),
 //!   once. Only the call that moves `PARKED` away readies the waiter (puts the G on a
 //!   run queue, or unparks the thread); a call that finds `WAITING` leaves the readying

@@ -74,7 +74,7 @@ impl<S: AsRawFd> Registered<S> {
         crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
         // Whether this call holds a turn on the descriptor (see "many waiters" in
-        // `netpoll.rs`): it must pass it on unless its call found the socket empty.
+        // `net/poll.rs`): it must pass it on unless its call found the socket empty.
         let mut turn = false;
         loop {
             if self.pd.is_closed() {
