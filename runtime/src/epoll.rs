@@ -39,7 +39,8 @@ pub(crate) struct Epoll {
     epfd: OwnedFd,
     wake: OwnedFd,
     timer: OwnedFd,
-    /// A notification was written and not yet acknowledged.
+    /// A notification was written and not yet acknowledged. Set by `notify` (anyone);
+    /// cleared by the poller's `ack_wake`, after it has read the eventfd.
     wake_pending: AtomicBool,
 }
 
@@ -153,9 +154,11 @@ impl Epoll {
     /// Makes the current or next `wait` return (Go: netpollBreak). Writes the
     /// eventfd only if no notification is pending already.
     pub(crate) fn notify(&self) {
-        // SeqCst, with `ack_wake`'s store: a notify that finds the flag set is covered
-        // by the pending write, which the poller has not consumed yet.
-        if !self.wake_pending.swap(true, Ordering::SeqCst) {
+        // Acquire: pairs with `ack_wake`'s Release, so a notify that reads its `false`
+        // writes after the poller's read(2): the write stays pending for the next wait.
+        // One that finds the flag set is covered by a write not consumed yet, or by a
+        // poller between its read and its clear, awake and about to re-check anyway.
+        if !self.wake_pending.swap(true, Ordering::Acquire) {
             let one: u64 = 1;
             // SAFETY: writes 8 bytes from `one` to the eventfd we own. It cannot fail
             // but by overflowing the counter, which one pending write never does.
@@ -163,14 +166,58 @@ impl Epoll {
         }
     }
 
-    /// The poller saw a [`WAKE_KEY`] event: consume the notification. The flag is
-    /// cleared first, so a `notify` racing with this either is read here (the poller is
-    /// awake anyway) or writes again and breaks the next wait.
+    /// The poller saw a [`WAKE_KEY`] event: consume the notification. The eventfd is
+    /// read first, the flag cleared after (as Go's netpoll), so a `notify` racing with
+    /// this either finds the flag still set (the poller is awake anyway) or writes
+    /// after the read and breaks the next wait. (Cleared first, a notify's write could
+    /// land before the read and be consumed, leaving the flag set with nothing
+    /// pending: every later `notify` would skip its write.)
     pub(crate) fn ack_wake(&self) {
-        self.wake_pending.store(false, Ordering::SeqCst);
         let mut v: u64 = 0;
         // SAFETY: reads 8 bytes into `v` from the non-blocking eventfd we own (EAGAIN if
         // the counter is already 0).
         unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        // Release: the read(2) above comes before the clear for a notify whose Acquire
+        // swap reads it (see `notify`).
+        self.wake_pending.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A notify racing with the poller's acknowledgement is never lost for good: while
+    /// a thread keeps notifying, every wait of the poller is broken by it.
+    #[test]
+    fn notify_racing_ack_wake_is_never_stuck() {
+        let ep = Arc::new(Epoll::new().unwrap());
+        let stop = Arc::new(AtomicBool::new(false));
+        let notifier = {
+            let (ep, stop) = (ep.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    ep.notify();
+                }
+            })
+        };
+        let mut buf = Vec::with_capacity(8);
+        let mut stuck = 0;
+        for _ in 0..200_000 {
+            ep.wait(&mut buf, Some(Duration::from_millis(200))).unwrap();
+            if buf.iter().any(|ev| ev.u64 == WAKE_KEY) {
+                ep.ack_wake();
+            } else {
+                stuck += 1;
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        notifier.join().unwrap();
+        assert_eq!(
+            stuck, 0,
+            "a wait went unbroken while notify was being called"
+        );
     }
 }
