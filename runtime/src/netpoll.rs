@@ -60,19 +60,22 @@ use goro_timers::MAX_WHEN;
 /// its types.
 pub(crate) struct Netpoll<W> {
     poller: Epoll,
-    /// Whether an M is (about to be) blocked in the poller. Taken with a swap.
+    /// Whether an M is (about to be) blocked in the poller. Taken with a swap and given
+    /// back by that M (`block`); read as a hint by quick polls, `find_runnable`, sysmon.
     busy: AtomicBool,
     /// The blocking M's deadline and the count of fd waiters (the two Dekker pairs).
     watch: Watch,
     events: Mutex<Vec<RawEvent>>,
     /// Moving average of how late the kernel woke the poller after a timeout, in ns.
-    /// Written only by the M in the poller; read by anyone.
+    /// Written only by the M in the poller (turns ordered by `busy`); read by anyone.
     late_avg: AtomicI64,
     /// Registered descriptors, by key.
     table: Mutex<Table<W>>,
-    /// Registered descriptors.
+    /// Registered descriptors. Changed by `register` / `deregister`; read by the
+    /// deadlock check (Relaxed: a count, and the check re-checks over time).
     registered: AtomicUsize,
     /// When an M last polled (blocking or not): sysmon's backstop polls after 10 ms.
+    /// Written by whichever M polls; read by sysmon (Relaxed: a heuristic's timestamp).
     last_poll: AtomicI64,
 }
 
@@ -126,6 +129,7 @@ impl<W> Netpoll<W> {
 
     /// Registered sockets now.
     pub(crate) fn registered(&self) -> usize {
+        // Relaxed: see the field.
         self.registered.load(Ordering::Relaxed)
     }
 
@@ -168,6 +172,7 @@ impl<W> Netpoll<W> {
         // The fd is still open (the caller closes it after this call).
         let _ = self.poller.delete(fd);
         self.forget(key);
+        // Relaxed: as in `register`.
         self.registered.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -223,6 +228,8 @@ impl<W> Netpoll<W> {
     /// wake-up seen as a hung socket read). The quick poll only takes the event buffer's
     /// lock, which the blocking M holds while it waits, so the two never overlap.
     pub(crate) fn poll_now(&self, woken: &mut Vec<W>) {
+        // Relaxed: a shortcut only; the event buffer's lock is what keeps this poll
+        // from running beside the blocking M.
         if self.busy.load(Ordering::Relaxed) {
             return;
         }
@@ -239,16 +246,19 @@ impl<W> Netpoll<W> {
 
     /// When an M last polled (runtime clock, ns).
     pub(crate) fn last_poll(&self) -> i64 {
+        // Relaxed: see the field.
         self.last_poll.load(Ordering::Relaxed)
     }
 
     /// Whether an M is in the poller now.
     pub(crate) fn busy(&self) -> bool {
+        // Relaxed: a hint for whether to poll; nothing is read on the strength of it.
         self.busy.load(Ordering::Relaxed)
     }
 
     /// How long before a timer's deadline the poller wakes (see "waking early").
     pub(crate) fn early_margin(&self) -> i64 {
+        // Relaxed: a tuning hint (see the field).
         (2 * self.late_avg.load(Ordering::Relaxed)).clamp(MIN_EARLY_NS, MAX_EARLY_NS)
     }
 
@@ -258,10 +268,14 @@ impl<W> Netpoll<W> {
     /// once, without blocking, if another M is already in the poller or there is
     /// nothing to wait for.
     pub(crate) fn block(&self, earliest: impl Fn() -> i64, woken: &mut Vec<W>) -> bool {
+        // Acquire: pairs with the Release that ends the previous M's turn (below), so
+        // one turn in the poller happens before the next: the load and store of
+        // `late_avg`, not an RMW, rely on it.
         if self.busy.swap(true, Ordering::Acquire) {
             return false;
         }
         let Some(mut deadline) = self.watch.commit(earliest()) else {
+            // Release: ends our turn (pairs with the swap's Acquire above).
             self.busy.store(false, Ordering::Release);
             return false;
         };
@@ -285,6 +299,7 @@ impl<W> Netpoll<W> {
             events.iter().any(|ev| ev.u64 < TIMER_KEY)
         };
         let now = nanotime();
+        // Relaxed: see the field.
         self.last_poll.store(now, Ordering::Relaxed);
         if !woke_by_event && wake_at != MAX_WHEN && now >= wake_at {
             // A timeout: learn how late the kernel was (Relaxed: a tuning hint).
@@ -294,6 +309,7 @@ impl<W> Netpoll<W> {
                 .store(avg + (sample - avg) / 8, Ordering::Relaxed);
         }
         self.watch.release();
+        // Release: ends our turn, as above.
         self.busy.store(false, Ordering::Release);
         true
     }
@@ -385,8 +401,11 @@ impl Watch {
             }
             MAX_WHEN // sockets to watch, no timer: no timeout
         };
+        // SeqCst: the M's store in the timers' Dekker pair. (The fence below would
+        // order a weaker store as well; a waiter that reads this deadline needs none.)
         self.until.store(deadline, Ordering::SeqCst);
-        // The poller half of the timers' Dekker pair: the caller re-reads the timers.
+        // SeqCst fence: the poller half of the timers' pair; the caller re-reads the
+        // timers after it.
         loom::fence(Ordering::SeqCst);
         Some(deadline)
     }

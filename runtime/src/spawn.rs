@@ -27,7 +27,8 @@ const RUNNING: u8 = 0;
 const WAITING: u8 = 1;
 const DONE: u8 = 2;
 
-/// The join handshake word (see the module doc).
+/// The join handshake word (see the module doc). Written by the coroutine (`finish`)
+/// and by the joiner (`begin_wait`); read by the joiner (`is_done`).
 pub struct JoinState {
     state: AtomicU8,
 }

@@ -36,7 +36,9 @@ pub fn nanotime() -> i64 {
 }
 
 fn ncpu() -> usize {
+    // The CPU count, 0 until the first call computes it; written and read here only.
     static NCPU: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    // Relaxed: a cached constant (see the store below).
     let n = NCPU.load(Ordering::Relaxed);
     if n != 0 {
         return n;

@@ -84,8 +84,9 @@ impl TimerInner {
 pub(crate) struct PTimers {
     heap: Mutex<TimerHeap<Arc<TimerInner>>>,
     /// The earliest `when` in `heap`, or 0 if it is empty. Written under the heap lock;
-    /// read without it (SeqCst: the timer half of the poller's Dekker pair, see
-    /// `Netpoll`).
+    /// read without it by anyone (SeqCst: the timer half of the poller's Dekker pair,
+    /// see `Netpoll`, and work the spinning protocol's re-check looks for; both pairs
+    /// also have a SeqCst fence on each side).
     when0: AtomicI64,
 }
 
@@ -139,6 +140,8 @@ impl HeapGuard<'_> {
     }
 
     fn publish(&self) {
+        // SeqCst: the timer adder's store in the poller's Dekker pair (then the fence of
+        // `timer_added`, then its load of `until`); see the field.
         self.when0
             .store(self.heap.peek_when().unwrap_or(0), Ordering::SeqCst);
     }
@@ -162,6 +165,8 @@ impl PTimers {
     /// The earliest pending `when`, 0 if none. Lock-free.
     #[inline]
     pub(crate) fn when0(&self) -> i64 {
+        // SeqCst: the blocked M's re-read in the poller's pair (after `commit`'s fence),
+        // or the spinning M's re-check (after `stop_spinning`'s); elsewhere a hint.
         self.when0.load(Ordering::SeqCst)
     }
 

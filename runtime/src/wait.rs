@@ -63,7 +63,8 @@ impl Wake {
 
 /// The park/ready handshake word of one waiter (see the module doc).
 ///
-/// Written by: the owner (`prepare`, `try_park`) and by any unparker (`unpark`).
+/// Written by: the owner (`prepare`, `try_park`) and by any unparker (`unpark`); read by
+/// both.
 pub struct WaitCell {
     word: AtomicU64,
 }
@@ -101,13 +102,14 @@ impl WaitCell {
     /// Owner only: commits to sleeping. Returns true if the owner is now parked (an
     /// unparker will ready it) and false if the wait was already notified.
     pub fn try_park(&self) -> bool {
+        // Relaxed: only the sequence number is used, which only the owner (us) changes;
+        // the CAS below checks the state.
         let cur = self.word.load(Ordering::Relaxed);
         let seq = cur >> SEQ_SHIFT;
         // Success is Release: everything the owner wrote before sleeping (for a G, its
-        // suspended stack) is published to the unparker that moves PARKED away, whose
-        // Acquire pairs with it and who then hands the G on through a run queue.
-        // Failure is Acquire: pairs with the unparker's Release so the owner sees what
-        // the waker wrote before waking it.
+        // suspended stack) is published to the unparker that moves PARKED away (its
+        // Acquire pairs with this), who then hands the G on through a run queue.
+        // Failure is Acquire: the owner sees what the waker wrote before its Release.
         self.word
             .compare_exchange(
                 (seq << SEQ_SHIFT) | WAITING,
@@ -120,6 +122,7 @@ impl WaitCell {
 
     /// Owner only: the sequence number of the current wait.
     pub fn seq(&self) -> u64 {
+        // Relaxed: only the owner (us) changes the sequence number.
         self.word.load(Ordering::Relaxed) >> SEQ_SHIFT
     }
 

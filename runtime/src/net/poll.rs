@@ -87,7 +87,7 @@ pub(crate) struct PollDesc {
     read: Slot,
     write: Slot,
     /// Set once by `close` (before the slots learn it under their locks); read
-    /// without a lock by every operation before its call.
+    /// without a lock by every operation before its call (Relaxed: see `is_closed`).
     closed: AtomicBool,
 }
 
@@ -252,6 +252,8 @@ impl PollDesc {
     pub(crate) fn clear(&self, dir: Dir, seq: u32) {
         let slot = self.slot(dir);
         let mut st = slot.lock();
+        // Relaxed, both: under the lock that every edge takes to change them; the
+        // lock-free reader of `drained` takes it as a hint (see `drained`).
         if slot.seq.load(Ordering::Relaxed) == seq && !st.closed && !st.for_good {
             st.ready = false;
             slot.drained.store(DRAINED | seq as u64, Ordering::Relaxed);
@@ -268,6 +270,8 @@ impl PollDesc {
 
     /// Closes both slots and wakes their waiters, which get `closed_error`.
     pub(crate) fn close(&self) {
+        // Relaxed: the fast refusal of `is_closed`; waiters learn of the close under
+        // the slots' locks, below.
         self.closed.store(true, Ordering::Relaxed);
         self.read.close();
         self.write.close();
@@ -337,6 +341,7 @@ impl PollDesc {
             // Still queued, so not woken by an edge, a pass or a close: the deadline
             // woke us. (Unlinked, we hold a turn even if the deadline fired too.)
             st.waiters.remove(i);
+            // Relaxed: see `Slot::queued`.
             slot.queued
                 .store(st.waiters.len() as u32, Ordering::Relaxed);
             return Err(timed_out());

@@ -121,7 +121,8 @@ impl<S: AsRawFd> Drop for Registered<S> {
     }
 }
 
-/// Per-direction timeouts, in nanoseconds (0: none).
+/// Per-direction timeouts, in nanoseconds (0: none). Written by `set_*_timeout`; read
+/// by every operation in that direction (Relaxed: plain settings, see `get`).
 #[derive(Default)]
 pub(crate) struct Timeouts {
     read: AtomicU64,
@@ -152,6 +153,7 @@ impl Timeouts {
             }
             Some(d) => u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
         };
+        // Relaxed: as in `get`.
         match dir {
             Dir::Read => &self.read,
             Dir::Write => &self.write,

@@ -28,6 +28,8 @@ unsafe impl Send for GPtr {}
 /// coroutine. Critical sections are a push or a swap-remove (and the dump's walk).
 #[repr(align(64))]
 struct Shard {
+    /// The lock word: taken (Acquire CAS) and released (Release store) by `add`,
+    /// `remove` and `for_each`.
     locked: AtomicBool,
     gs: UnsafeCell<Vec<GPtr>>,
 }
@@ -114,6 +116,7 @@ impl AllGs {
 
     pub(crate) fn remove(&self, g: &G) {
         let mut v = self.shard(g.id).lock();
+        // Relaxed: under the shard's lock, as in `add`.
         let i = g.reg_idx.load(Ordering::Relaxed) as usize;
         if i >= v.len() || !std::ptr::eq(v[i].0, g) {
             super::fatal!("AllGs::remove: coroutine {} is not registered", g.id);
@@ -121,6 +124,7 @@ impl AllGs {
         v.swap_remove(i);
         if let Some(moved) = v.get(i) {
             // SAFETY: registered, hence alive; we hold the shard lock.
+            // Relaxed: under the shard's lock.
             unsafe { (*moved.0).reg_idx.store(i as u32, Ordering::Relaxed) };
         }
     }

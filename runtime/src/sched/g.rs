@@ -116,9 +116,11 @@ pub(crate) struct G {
     wait_reason: AtomicU8,
     /// A `GStatus` as u8. Written by the G's owner; read by the dump and sysmon.
     status: AtomicU8,
-    /// When the G last parked, on the runtime's coarse clock. Read by the dump.
+    /// When the G last parked, on the runtime's coarse clock. Written by the G as it
+    /// parks; read by the dump (Relaxed: a stale one only skews a printed duration).
     pub(crate) wait_since: AtomicI64,
-    /// The G's index in its `AllGs` shard (under that shard's lock).
+    /// The G's index in its `AllGs` shard: written and read by `AllGs` only, under that
+    /// shard's lock (hence Relaxed).
     pub(crate) reg_idx: AtomicU32,
     co: UnsafeCell<Option<GCoroutine>>,
     yielder: UnsafeCell<*const Yielder<(), Request>>,

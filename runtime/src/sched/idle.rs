@@ -12,6 +12,12 @@ use crate::loom::{fence, seqcst_pair_fence, AtomicBool, AtomicUsize, Ordering};
 /// `nmspinning` is written by Ms entering and leaving the spinning state and by
 /// `wakep`'s CAS; `npidle` mirrors the length of the idle-P list and is written under
 /// `Runtime::sched`. Both are read without the lock by `wakep` and by spinning Ms.
+///
+/// The spinning pair rests on its two SeqCst fences (the publisher's, `stop_spinning`'s):
+/// the accesses between them need no ordering of their own, and `loom_spinning` checks
+/// it with SeqCst accesses modelled as AcqRel. They are SeqCst anyway (an RMW is one
+/// locked instruction on x86 whatever its ordering, a load a plain `mov`), and
+/// `pidle_dec` must be: it is the M's store in the deep-sleep pair, which has no fence.
 pub struct Spinning {
     nmspinning: AtomicUsize,
     npidle: AtomicUsize,
@@ -28,11 +34,15 @@ impl Spinning {
 
     /// Ms spinning now (a snapshot).
     pub fn nmspinning(&self) -> usize {
+        // Relaxed: a snapshot for heuristics (how many may spin, handoffp, the trace);
+        // the spinning pair's own reads are `should_wake`'s, after the publisher's fence.
         self.nmspinning.load(Ordering::Relaxed)
     }
 
     /// Idle Ps now (a snapshot).
     pub fn npidle(&self) -> usize {
+        // Relaxed: a snapshot, as `nmspinning` (sysmon's all-idle sighting included:
+        // `DeepSleep::announce` re-reads it SeqCst before the sleep that matters).
         self.npidle.load(Ordering::Relaxed)
     }
 
@@ -56,6 +66,8 @@ impl Spinning {
     /// Reserves the spinning slot if nobody spins (nmspinning 0 -> 1), for an M that
     /// sysmon starts with a retaken P. The caller must start an M or cancel.
     pub fn try_reserve(&self) -> bool {
+        // SeqCst, though the spinning pair does not need it here (see the struct doc):
+        // the reserved M leaves through `stop_spinning`, whose fence orders its re-check.
         self.nmspinning
             .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
             .is_ok()
@@ -74,12 +86,16 @@ impl Spinning {
 
     /// An M starts spinning on its own initiative.
     pub fn start_spinning(&self) {
+        // SeqCst, not needed by the pair (see the struct doc): an M counted here
+        // re-checks for work after `stop_spinning`'s fence.
         self.nmspinning.fetch_add(1, Ordering::SeqCst);
     }
 
     /// An M stops spinning (found work, or gives up). Returns the count left. When
     /// giving up, the caller must re-check every source of work *after* this call.
     pub fn stop_spinning(&self) -> usize {
+        // The M's store in the spinning pair; the fence below is what orders it before
+        // the re-check (see the struct doc).
         let prev = self.nmspinning.fetch_sub(1, Ordering::SeqCst);
         if prev == 0 {
             super::fatal!("stop_spinning: nmspinning was already zero");
@@ -96,11 +112,15 @@ impl Spinning {
 
     /// A P went on the idle list (`sched` held).
     pub fn pidle_inc(&self) {
+        // SeqCst, not needed by the spinning pair (see the struct doc): a spinning M
+        // that idles its P re-checks after `stop_spinning`'s fence.
         self.npidle.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A P came off the idle list (`sched` held).
     pub fn pidle_dec(&self) {
+        // SeqCst: the M's store in the deep-sleep Dekker pair, before `should_poke`'s
+        // SeqCst load of `asleep` (no fence: see `seqcst_pair_fence`).
         self.npidle.fetch_sub(1, Ordering::SeqCst);
     }
 }

@@ -38,7 +38,8 @@ pub(crate) struct M {
 pub(crate) struct MShared {
     /// What `hand` gives the parked M.
     next: Mutex<Option<Handoff>>,
-    /// Set (Release) after `next` is filled; cleared by the M when it wakes.
+    /// Set (Release) by whoever hands this M a P, after `next` is filled; cleared and
+    /// read by the M when it wakes (Acquire swap).
     woken: AtomicBool,
     thread: Thread,
 }
@@ -248,6 +249,8 @@ impl M {
                 return;
             }
             // Idle for a while: leave if the pool is bigger than the Ps need.
+            // Relaxed: a heuristic; a stale count keeps us one more timeout, or lets us
+            // go a little early (`startm` makes a new M if one is missing).
             if rt.nm_alive.load(Ordering::Relaxed) <= rt.procs() + 1 {
                 continue;
             }
@@ -304,6 +307,7 @@ fn idle_m_timeout() -> Duration {
 /// Starts a new M holding `p` (Go: newm). Aborts if the OS refuses a thread: the
 /// runtime cannot keep its promise to run queued coroutines without one.
 pub(crate) fn newm(p: &'static P, spinning: bool) {
+    // Relaxed: a unique id, and a count for heuristics (see the fields).
     let id = rt().nm.fetch_add(1, Ordering::Relaxed);
     rt().nm_alive.fetch_add(1, Ordering::Relaxed);
     let spawned = thread::Builder::new()
@@ -337,9 +341,11 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
             // SAFETY: made by Box::into_raw above; the last use of `m_ref` was m_loop.
             drop(unsafe { Box::from_raw(m) });
             drop(altstack);
+            // Relaxed: see `Runtime::nm_alive`.
             rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         });
     if let Err(e) = spawned {
+        // Relaxed: as above.
         rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         fatal!("newm: cannot start an OS thread for M {id}: {e}");
     }

@@ -186,24 +186,30 @@ pub(crate) struct Runtime {
     pub(crate) sched: Mutex<SchedLocked>,
     /// Coroutine stacks.
     pub(crate) stacks: StackPool,
-    /// Next unallocated goroutine id (batches of GOID_BATCH go to Ps).
+    /// Next unallocated goroutine id (batches of GOID_BATCH go to Ps). Taken with a
+    /// fetch_add by spawners (Relaxed: only uniqueness matters); nobody else reads it.
     pub(crate) next_goid: AtomicU64,
-    /// Ms created so far (also the next M's id).
+    /// Ms created so far (also the next M's id). Taken with a fetch_add by `newm`
+    /// (Relaxed: only uniqueness matters); nobody else reads it.
     pub(crate) nm: AtomicUsize,
     /// Coroutines spawned from plain threads (those spawned on a P are counted by the
-    /// P, see `P::gcount`).
+    /// P, see `P::gcount`). Added to by `spawn_g`; read by `num_goroutines` (Relaxed
+    /// both: a count for the trace and the deadlock check's progress mark).
     pub(crate) nextern_spawned: AtomicI64,
     /// The netpoller: where the last idle M sleeps until the earliest timer.
     pub(crate) netpoll: Netpoll<GRef>,
-    /// Round-robin cursor for timers set from plain threads.
+    /// Round-robin cursor for timers set from plain threads: bumped and read by
+    /// `home_p` only (Relaxed).
     pub(crate) timer_rr: AtomicUsize,
     /// Every live coroutine (for the dump and deadlock detection).
     pub(crate) allgs: allgs::AllGs,
     /// A clock sysmon advances on every round: cheap to read where precision does not
-    /// matter (how long a coroutine has been parked).
+    /// matter (how long a coroutine has been parked). Written by sysmon only; read by
+    /// parking coroutines (Relaxed: a stale time only skews the dump's durations).
     pub(crate) coarse_now: AtomicI64,
-    /// Ms whose threads are running (`nm` minus those that left the pool). Relaxed
-    /// everywhere: only the idle-M exit heuristic and the trace read it.
+    /// Ms whose threads are running (`nm` minus those that left the pool). Written by
+    /// `newm` and by an M's thread as it ends. Relaxed everywhere: only the idle-M exit
+    /// heuristic, the dump and the trace read it.
     pub(crate) nm_alive: AtomicUsize,
     /// `GORO_SCHEDTRACE`, `GORO_DEADLOCK`, `GORO_IDLE_M_EXIT_MS` (see config.rs).
     pub(crate) schedtrace_ms: Option<u64>,
@@ -276,6 +282,7 @@ impl Runtime {
     /// marked dead; dead Ps below `n` come back idle. A P above `n` that an M holds is
     /// retired by that M at its next scheduling point (`retire_p`).
     fn resize_locked(&self, s: &mut SchedLocked, n: usize) {
+        // Relaxed: only written under `sched`, which we hold.
         let created = self.nprocs_created.load(Ordering::Relaxed);
         for id in created..n {
             let _ = self.allp[id].set(P::new(id));
@@ -298,6 +305,7 @@ impl Runtime {
         for id in 0..n {
             let p = self.p(id);
             if p.status() == PStatus::Dead {
+                // Relaxed: under `sched`, as above.
                 p.transition(PStatus::Dead, PStatus::Idle, Ordering::Relaxed);
                 pidleput_locked(s, &self.spinning, p);
             }
@@ -380,7 +388,9 @@ pub(crate) fn current_g_arc() -> Option<GRef> {
 /// Live coroutines (spawned and not finished).
 pub fn num_goroutines() -> usize {
     let rt = rt();
+    // Acquire: pairs with the Release in `resize_locked`: Ps below `n` are created.
     let n = rt.nprocs_created.load(Ordering::Acquire);
+    // Relaxed: counts, summed without a lock; the result is a snapshot anyway.
     let on_ps: i64 = (0..n)
         .map(|id| rt.p(id).gcount.load(Ordering::Relaxed))
         .sum();

@@ -122,10 +122,11 @@ pub(crate) struct P {
     /// to tell one long call from several short ones.
     pub(crate) syscall_tick: AtomicU32,
     /// Scheduling ticks, published by the holder for sysmon (`PLocal::tick` is the
-    /// owner's copy).
+    /// owner's copy). Relaxed: sysmon only compares successive values.
     pub(crate) tick_pub: AtomicU32,
     /// Set by sysmon when the coroutine on this P has run too long; cleared and acted
-    /// on (a yield) at the coroutine's next preemption point.
+    /// on (a yield) at the coroutine's next preemption point, and cleared by `execute`
+    /// at each new time slice. Relaxed everywhere: a hint that publishes nothing.
     pub(crate) preempt: AtomicBool,
     /// Coroutines spawned on this P minus coroutines that ended on it (may be
     /// negative). Written only by the holder (a load and a store, no RMW); summed by

@@ -34,6 +34,7 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
     let g = unsafe { &*g };
     g.set_wait_reason(reason);
     g.transition(GStatus::Running, GStatus::Waiting);
+    // Relaxed: an informational timestamp for the dump (see `G::wait_since`).
     g.wait_since.store(
         super::rt().coarse_now.load(Ordering::Relaxed),
         Ordering::Relaxed,

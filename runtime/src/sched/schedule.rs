@@ -115,6 +115,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             }
             let p = m.releasep();
             if p.id >= rt.procs() {
+                // Relaxed: under `sched`, which the next holder (a resize) takes too.
                 p.transition(PStatus::Idle, PStatus::Dead, Ordering::Relaxed);
             } else {
                 pidleput_locked(&mut s, &rt.spinning, p);
@@ -246,6 +247,7 @@ fn work_available(rt: &Runtime) -> bool {
 
 /// Whether any P's local queue or `runnext` holds a coroutine.
 pub(crate) fn work_queued(rt: &Runtime) -> bool {
+    // Acquire: pairs with the Release in `resize_locked`: Ps below `n` are created.
     let n = rt.nprocs_created.load(Ordering::Acquire);
     let bits = rt.summary.snapshot(n);
     (0..n)
@@ -280,6 +282,7 @@ fn steal_work(p: &HeldP<'_>) -> Option<GRef> {
             return Some(g);
         }
     }
+    // Acquire: as in `work_queued`.
     let n = rt.nprocs_created.load(Ordering::Acquire);
     for round in 0..STEAL_ROUNDS {
         let last = round == STEAL_ROUNDS - 1;
@@ -616,10 +619,12 @@ pub(crate) fn spawn_g(
 fn alloc_goid(p: Option<&HeldP<'_>>) -> u64 {
     let rt = rt();
     let Some(p) = p else {
+        // Relaxed: the RMW alone makes ids unique; nothing is published with them.
         return rt.next_goid.fetch_add(1, Ordering::Relaxed);
     };
     let l = p.local();
     if l.goid_next.get() == l.goid_end.get() {
+        // Relaxed: as above.
         let start = rt.next_goid.fetch_add(GOID_BATCH, Ordering::Relaxed);
         l.goid_next.set(start);
         l.goid_end.set(start + GOID_BATCH);

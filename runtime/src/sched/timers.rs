@@ -71,6 +71,7 @@ fn home_p() -> usize {
         return p.id;
     }
     let rt = rt();
+    // Relaxed: a round-robin cursor; any spread of the timers will do.
     rt.timer_rr.fetch_add(1, Ordering::Relaxed) % rt.procs()
 }
 
@@ -101,6 +102,7 @@ pub(crate) fn check_timers(p: &HeldP<'_>) -> usize {
 /// functions run here, so the coroutines they ready land in this P's queue.
 pub(crate) fn steal_timers(p: &HeldP<'_>) -> usize {
     let rt = rt();
+    // Acquire: pairs with the Release in `resize_locked`: Ps below `n` are created.
     let n = rt.nprocs_created.load(Ordering::Acquire);
     let mut now = 0;
     let mut fired = 0;
@@ -123,6 +125,7 @@ pub(crate) fn steal_timers(p: &HeldP<'_>) -> usize {
 /// The earliest deadline of any timer on any P, or 0 if there is none.
 pub(crate) fn earliest() -> i64 {
     let rt = rt();
+    // Acquire: as in `steal_timers`.
     let n = rt.nprocs_created.load(Ordering::Acquire);
     (0..n)
         .map(|id| rt.p(id).timers.when0())
