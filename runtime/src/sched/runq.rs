@@ -20,6 +20,8 @@ use crate::loom::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 /// saw, so each G that enters the slot leaves it exactly once. The pointer is only
 /// dereferenced by whoever took it out. `tests/loom_runnext.rs` checks this.
 pub struct RunNext<T> {
+    /// Written by the owner (`put`, `take`) and by a thief's CAS (`steal`); peeked at
+    /// by thieves, sysmon and `runq_empty`.
     slot: AtomicPtr<T>,
     /// Puts so far (wrapping). Written only by the owner (load + store, no RMW); read
     /// by a backing-off thief to tell "the victim is making progress" from "the slot
@@ -68,11 +70,14 @@ impl<T> RunNext<T> {
 
     /// Anyone: the pointer in the slot now (never dereferenced by the caller).
     pub fn peek(&self) -> *mut T {
+        // Acquire: nothing is dereferenced; it keeps the reads that follow (the queue's,
+        // a second peek in `runq_empty`) after this one, as Go's runqempty wants.
         self.slot.load(Ordering::Acquire)
     }
 
     /// Anyone: the number of puts so far (see `puts`).
     pub fn puts(&self) -> u32 {
+        // Relaxed: a progress hint (see the field).
         self.puts.load(Ordering::Relaxed)
     }
 
@@ -106,7 +111,10 @@ impl<T> Drop for RunNext<T> {
 /// Set by the owner when it queues work (a load first, so the shared line is written
 /// only on a transition); cleared only by the owner when it finds its queue empty.
 /// Thieves and idle Ms read it before any scan. A set bit may be stale (the queue was
-/// stolen empty); a clear bit is never wrong about a queue its owner has filled.
+/// stolen empty); a clear bit is never wrong about a queue its owner has filled: the
+/// owner's clear comes before its next mark in the word's modification order (one
+/// thread's RMWs on one word), and a reader bound to see that mark (the spinning pair's
+/// fences) sees it or a later value, where only the owner clears the bit again.
 pub(crate) struct WorkSummary {
     words: [AtomicU64; super::MAX_PROCS / 64],
 }
@@ -129,8 +137,11 @@ impl WorkSummary {
 
     pub(crate) fn clear(&self, id: usize) {
         let (w, bit) = (&self.words[id / 64], 1u64 << (id % 64));
+        // Relaxed load and RMW: only the owner (us) changes this bit, so the load reads
+        // our own last write to it, and coherence orders the clear before our next mark
+        // (see the struct doc); the RMW leaves the other Ps' bits alone.
         if w.load(Ordering::Relaxed) & bit != 0 {
-            w.fetch_and(!bit, Ordering::SeqCst);
+            w.fetch_and(!bit, Ordering::Relaxed);
         }
     }
 
