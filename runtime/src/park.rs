@@ -46,7 +46,8 @@ impl ThreadWaiter {
         // holds the check off, and the M outlives the wait.
         let counted = !crate::sched::on_m();
         if counted {
-            sysmon::KNOWN_THREADS.fetch_add(1, Ordering::SeqCst);
+            // Release: see `sysmon::KNOWN_THREADS` (the deadlock check's counts).
+            sysmon::KNOWN_THREADS.fetch_add(1, Ordering::Release);
         }
         ThreadWaiter {
             cell: WaitCell::new(),
@@ -59,7 +60,8 @@ impl ThreadWaiter {
 impl Drop for ThreadWaiter {
     fn drop(&mut self) {
         if self.counted {
-            sysmon::KNOWN_THREADS.fetch_sub(1, Ordering::SeqCst);
+            // Release: as in `new`.
+            sysmon::KNOWN_THREADS.fetch_sub(1, Ordering::Release);
         }
     }
 }
@@ -70,7 +72,9 @@ struct Waiting(bool);
 impl Waiting {
     fn new(t: &ThreadWaiter) -> Waiting {
         if t.counted {
-            sysmon::WAITING_THREADS.fetch_add(1, Ordering::SeqCst);
+            // Release: the deadlock check that counts us as waiting sees what we did
+            // before (its Acquire load pairs with this; see `sysmon::KNOWN_THREADS`).
+            sysmon::WAITING_THREADS.fetch_add(1, Ordering::Release);
         }
         Waiting(t.counted)
     }
@@ -79,7 +83,8 @@ impl Waiting {
 impl Drop for Waiting {
     fn drop(&mut self) {
         if self.0 {
-            sysmon::WAITING_THREADS.fetch_sub(1, Ordering::SeqCst);
+            // Release: as in `new`.
+            sysmon::WAITING_THREADS.fetch_sub(1, Ordering::Release);
         }
     }
 }

@@ -67,13 +67,19 @@ const IDLE_BACKSTOP_NS: i64 = 1_000_000;
 pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
 
 /// Set when any P has its preempt flag set: the one load on preemption points' fast
-/// path. Written by sysmon and by the yielding coroutine; a stale value costs one
-/// check of the P's own flag.
+/// path. Written by sysmon only (each round, from the Ps' flags); read by every
+/// preemption point. Relaxed: a stale value costs one check of the P's own flag, or
+/// delays a yield by one sysmon round.
 pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
 
-/// The wake pipe: [read end, write end], -1 before sysmon starts.
+/// The wake pipe: [read end, write end], -1 before sysmon starts. Written once by
+/// `start`; read by `poke` (any M, the SIGQUIT handler) and by sysmon's `sleep`.
 static PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
 /// Plain threads known to the runtime (they have waited on it), and those waiting now.
+/// Changed by those threads (`park.rs`: Release RMWs); read by `deadlocked` (Acquire),
+/// so a check that counts a thread as waiting sees what it did before (the coroutines
+/// it readied, the work it queued). No snapshot of the two is possible either way:
+/// the check's second sighting, [`DEADLOCK_GRACE_NS`] later, is what rules out a race.
 pub(crate) static KNOWN_THREADS: AtomicUsize = AtomicUsize::new(0);
 pub(crate) static WAITING_THREADS: AtomicUsize = AtomicUsize::new(0);
 
@@ -107,7 +113,8 @@ pub(crate) fn start() {
 /// Set while sysmon sleeps [`LONG_SLEEP_NS`] or more between rounds: a blocking call
 /// that starts meanwhile pokes it (`note_blocking`), so that the call's P is retaken
 /// within ~20 µs rather than at the end of a 10 ms back-off. One poke per long sleep,
-/// not per call.
+/// not per call. Set and cleared by sysmon around the sleep; swapped back to false by
+/// the one blocking call that pokes.
 static LONG_SLEEP: AtomicBool = AtomicBool::new(false);
 /// See [`LONG_SLEEP`].
 const LONG_SLEEP_NS: i64 = 1_000_000;
@@ -132,6 +139,7 @@ pub(crate) fn wake_if_asleep() {
 }
 
 fn poke(byte: u8) {
+    // Acquire: pairs with the Release stores in `start`.
     let fd = PIPE[1].load(Ordering::Acquire);
     if fd >= 0 {
         // SAFETY: write(2) of one byte from a local; async-signal-safe. A full pipe
@@ -144,6 +152,7 @@ fn poke(byte: u8) {
 /// entry, here at goro's own calls). Cheap when nothing was asked: one load.
 #[inline]
 pub fn preempt_point() {
+    // Relaxed: a hint (see `PREEMPT_ANY`).
     if PREEMPT_ANY.load(Ordering::Relaxed) {
         preempt_slow();
     }
@@ -154,6 +163,7 @@ fn preempt_slow() {
     if super::m::current_g_ptr().is_null() {
         return; // on the scheduler's stack
     }
+    // Relaxed: the flag is a hint and publishes nothing (see `P::preempt`).
     let asked = match super::m::current_m().and_then(|m| m.p()) {
         Some(p) => p.preempt.swap(false, Ordering::Relaxed),
         None => return,
@@ -291,6 +301,8 @@ fn run() {
         }
         let long = d >= LONG_SLEEP_NS;
         if long {
+            // Relaxed: a hint; a blocking call that misses it is retaken after this
+            // sleep, as if LONG_SLEEP did not exist.
             LONG_SLEEP.store(true, Ordering::Relaxed);
         }
         if sleep(Some(d)) {
@@ -299,6 +311,7 @@ fn run() {
             delay = SLEEP_MIN_NS;
         }
         if long {
+            // Relaxed: a call that still reads `true` writes one needless byte.
             LONG_SLEEP.store(false, Ordering::Relaxed);
         }
     }
@@ -350,6 +363,7 @@ fn poll_into_global(rt: &Runtime) -> usize {
 /// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.
 /// Returns whether it was poked.
 fn sleep(ns: Option<i64>) -> bool {
+    // Acquire: pairs with the Release in `start` (which spawned us after it anyway).
     let rfd: RawFd = PIPE[0].load(Ordering::Acquire);
     let ts = ns.map(|n| libc::timespec {
         tv_sec: (n / 1_000_000_000) as libc::time_t,
@@ -393,6 +407,8 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
         let p = rt.p(id);
         match p.status() {
             PStatus::Syscall => {
+                // Relaxed: compared with the last round's value only; the CAS below is
+                // what takes the P.
                 let t = p.syscall_tick.load(Ordering::Relaxed);
                 if t != s.syscall_tick {
                     s.syscall_tick = t;
@@ -421,22 +437,25 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                     s.sched_tick = t;
                     s.sched_when = now;
                 } else if now - s.sched_when >= PREEMPT_AFTER_NS {
+                    // Relaxed: a hint, as above.
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
                 }
-                any_preempt |= p.preempt.load(Ordering::Relaxed);
+                any_preempt |= p.preempt.load(Ordering::Relaxed); // Relaxed: a hint
             }
             _ => {}
         }
     }
+    // Relaxed: a hint (see `PREEMPT_ANY`).
     PREEMPT_ANY.store(any_preempt, Ordering::Relaxed);
     (acted, any_preempt)
 }
 
 /// Whether nothing can ever wake anything (see "deadlock").
 fn deadlocked(rt: &Runtime) -> bool {
-    let known = KNOWN_THREADS.load(Ordering::SeqCst);
-    let waiting = WAITING_THREADS.load(Ordering::SeqCst);
+    // Acquire: pairs with the threads' Release RMWs (see `KNOWN_THREADS`).
+    let known = KNOWN_THREADS.load(Ordering::Acquire);
+    let waiting = WAITING_THREADS.load(Ordering::Acquire);
     waiting > 0
         && waiting == known
         && rt.injector.is_empty()
@@ -458,6 +477,7 @@ fn count_gs(rt: &Runtime, want: impl Fn(GStatus) -> bool) -> usize {
 /// Something that moves whenever anything runs: the Ps' scheduling ticks and the
 /// count of live coroutines.
 fn progress_mark(rt: &Runtime, procs: usize) -> u64 {
+    // Relaxed: hints compared across sightings (see `P::tick_pub`).
     let ticks: u64 = (0..procs)
         .map(|id| rt.p(id).tick_pub.load(Ordering::Relaxed) as u64)
         .sum();
@@ -484,7 +504,7 @@ fn schedtrace(rt: &Runtime, since_start: i64) {
         since_start / 1_000_000,
         procs,
         rt.spinning.npidle(),
-        rt.nm_alive.load(Ordering::Relaxed) + 1,
+        rt.nm_alive.load(Ordering::Relaxed) + 1, // Relaxed: a count for the trace
         rt.spinning.nmspinning(),
         rt.sched.lock().idle_ms.len(),
         count_gs(rt, |s| s == GStatus::Syscall),
