@@ -29,6 +29,13 @@
 //! kept, because loom treats SeqCst accesses as AcqRel and would report a lost wake-up
 //! that the C++ model rules out.
 //!
+//! Only the increments of `nwait` take part: the decrements (a waiter that took a unit
+//! on its re-check, a release that dequeued one) and `wake_one`'s load are made under
+//! the root lock, which orders them for everyone else who holds it, and they can be
+//! Relaxed. A fast-path load that reads a decrement's value is still
+//! coherence-ordered before every increment it does not include, so the argument
+//! above holds; one that misses a decrement only takes the lock for nothing.
+//!
 //! # Waiters are intrusive
 //!
 //! A waiter's queue node lives on its own stack (the coroutine's, or the thread's): it
@@ -244,11 +251,13 @@ impl<P: ParkApi> SemaTable<P> {
         let w: *mut Waiter<P> = &mut node;
         loop {
             root.lock.lock();
-            // The sema missed-wakeup rule: count ourselves, then re-check.
+            // The sema missed-wakeup rule: count ourselves, then re-check. SeqCst bump
+            // and SeqCst fence: the acquirer's half of the pair (see the module doc).
             root.nwait.fetch_add(1, Ordering::SeqCst);
             fence(Ordering::SeqCst);
             if can_acquire(count) {
-                root.nwait.fetch_sub(1, Ordering::SeqCst);
+                // Relaxed: under the root lock (see the module doc).
+                root.nwait.fetch_sub(1, Ordering::Relaxed);
                 root.lock.unlock();
                 return;
             }
@@ -289,7 +298,8 @@ impl<P: ParkApi> SemaTable<P> {
     fn wake_one(&self, count: &AtomicU32, handoff: bool) {
         let root = self.root(count);
         root.lock.lock();
-        if root.nwait.load(Ordering::SeqCst) == 0 {
+        // Relaxed: every change of `nwait` is made under the root lock, which we hold.
+        if root.nwait.load(Ordering::Relaxed) == 0 {
             // Another release took our waiter.
             root.lock.unlock();
             return;
@@ -297,7 +307,8 @@ impl<P: ParkApi> SemaTable<P> {
         // SAFETY: the root lock is held.
         let w = unsafe { root.dequeue(count as *const AtomicU32 as usize) };
         if !w.is_null() {
-            root.nwait.fetch_sub(1, Ordering::SeqCst);
+            // Relaxed: under the root lock (see the module doc).
+            root.nwait.fetch_sub(1, Ordering::Relaxed);
         }
         root.lock.unlock();
         if w.is_null() {
@@ -324,6 +335,8 @@ impl<P: ParkApi> SemaTable<P> {
 /// Takes one unit of `count` if there is one (Go: cansemacquire).
 #[inline]
 pub fn can_acquire(count: &AtomicU32) -> bool {
+    // Relaxed: the CAS is the Acquire; as the acquirer's re-check, this load is ordered
+    // by the SeqCst fence before it (see the module doc).
     let mut v = count.load(Ordering::Relaxed);
     let mut backoff = Backoff::new();
     loop {
