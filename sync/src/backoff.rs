@@ -21,16 +21,20 @@ const MAX_SPINS: u32 = 1024;
 /// Failed rounds after which each round also yields the OS thread.
 const YIELD_AFTER: u32 = 10;
 
+/// Whether the back-off is randomised. Written by `set_randomized` (benchmarks); read
+/// by every back-off step (Relaxed everywhere: a setting that guards no data).
 static RANDOMIZED: AtomicBool = AtomicBool::new(true);
 
 /// Turns the randomised back-off on (the default) or off (retry after a single pause,
 /// in lock step). For benchmarks.
 pub fn set_randomized(on: bool) {
+    // Relaxed: see `RANDOMIZED`.
     RANDOMIZED.store(on, Ordering::Relaxed);
 }
 
 /// Whether the randomised back-off is on.
 pub fn randomized() -> bool {
+    // Relaxed: see `RANDOMIZED`.
     RANDOMIZED.load(Ordering::Relaxed)
 }
 
@@ -55,6 +59,7 @@ impl Backoff {
             spin_hint();
             return;
         }
+        // Relaxed: see `RANDOMIZED`.
         if RANDOMIZED.load(Ordering::Relaxed) {
             let n = rand() % self.bound + 1;
             for _ in 0..n {

@@ -32,10 +32,13 @@ struct Node {
 }
 
 struct NotifyList {
-    /// The next ticket to hand out.
+    /// The next ticket to hand out. Taken (fetch_add) by waiters while they hold the
+    /// mutex; read by notifiers. A notifier must see the tickets of the waits begun
+    /// before its own critical section, and sees them through the mutex: the Acquire
+    /// and AcqRel on this word are more than that needs (free on x86).
     wait: AtomicU32,
     /// The next ticket to notify. Written under `lock`; read without it by the fast
-    /// paths.
+    /// paths, for which a stale (lower) value only means taking the lock.
     notify: AtomicU32,
     lock: SpinLock,
     /// Waiters that queued, in queueing order. Guarded by `lock`.
@@ -78,7 +81,9 @@ impl Cond {
     /// As with any condition variable, re-check the condition in a loop: another
     /// waiter may have run first.
     pub fn wait<'a, T: ?Sized>(&self, guard: MutexGuard<'a, T>) -> MutexGuard<'a, T> {
-        // The ticket is taken while the mutex is still held (Go: notifyListAdd).
+        // The ticket is taken while the mutex is still held (Go: notifyListAdd). AcqRel
+        // is more than needed: the RMW makes tickets unique, the mutex orders them
+        // before the notifies that must see them (see the field).
         let ticket = self.list.wait.fetch_add(1, Ordering::AcqRel);
         let mutex = guard.mutex();
         drop(guard);
@@ -119,7 +124,8 @@ impl Cond {
     /// Wakes one waiter, the longest-waiting one, if any.
     pub fn notify_one(&self) {
         let l = &self.list;
-        // Fast path: nobody has taken a ticket since the last notification.
+        // Fast path: nobody has taken a ticket since the last notification. Acquire is
+        // more than needed (see the fields); a stale `notify` only takes the lock.
         if l.wait.load(Ordering::Acquire) == l.notify.load(Ordering::Acquire) {
             return;
         }
@@ -168,6 +174,7 @@ impl Cond {
     /// Wakes every waiter.
     pub fn notify_all(&self) {
         let l = &self.list;
+        // Fast path, as in `notify_one` (Acquire: more than needed there too).
         if l.wait.load(Ordering::Acquire) == l.notify.load(Ordering::Acquire) {
             return;
         }
@@ -179,6 +186,8 @@ impl Cond {
             *l.tail.get() = ptr::null_mut();
             h
         };
+        // Release (and the load's Acquire): more than needed, as in `notify_one`; the
+        // waiters read `notify` under the lock.
         l.notify
             .store(l.wait.load(Ordering::Acquire), Ordering::Release);
         l.lock.unlock();

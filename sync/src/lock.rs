@@ -7,6 +7,7 @@ use crate::loom::{AtomicBool, Ordering};
 /// and the notify lists' queues; never held while parked (a parking waiter releases it
 /// in its commit, after its switch).
 pub(crate) struct SpinLock {
+    /// Taken by `lock` (Acquire CAS) and released by the holder's `unlock` (Release).
     locked: AtomicBool,
 }
 

@@ -44,7 +44,12 @@ pub const STARVATION_THRESHOLD_NS: i64 = 1_000_000;
 
 /// The lock itself, without data: what `Mutex`, `RwLock` and `Cond` share.
 pub(crate) struct RawMutex {
+    /// The state word (see the module doc): changed by lockers (the Acquire CAS that
+    /// takes the lock), unlockers (the Release fetch_sub that drops it) and waiters;
+    /// read by all of them to feed their CASes.
     state: std::sync::atomic::AtomicI32,
+    /// The count waiters sleep on in the sema table: released by unlock, acquired by
+    /// the waiters of `lock_slow`.
     sema: AtomicU32,
 }
 
@@ -71,11 +76,13 @@ impl RawMutex {
 
     #[inline]
     pub(crate) fn try_lock(&self) -> bool {
+        // Relaxed: only the CAS's expected value; the CAS is the Acquire.
         let old = self.state.load(Ordering::Relaxed);
         if old & (LOCKED | STARVING) != 0 {
             return false;
         }
         // In starvation mode the mutex belongs to the queue, hence the check above.
+        // Acquire on success: pairs with unlock's Release.
         self.state
             .compare_exchange(old, old | LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
@@ -94,6 +101,8 @@ impl RawMutex {
             // Spin only in normal mode, while locked, and while it can pay off.
             if old & (LOCKED | STARVING) == LOCKED && can_spin(iter) {
                 // Set WOKEN so that unlock does not wake another waiter meanwhile.
+                // Relaxed CAS: WOKEN only steers unlock; it publishes nothing, and we take
+                // the lock with the Acquire CAS below.
                 if !awoke
                     && old & WOKEN == 0
                     && old >> WAITER_SHIFT != 0
@@ -106,6 +115,7 @@ impl RawMutex {
                 }
                 do_spin();
                 iter += 1;
+                // Relaxed: feeds a CAS (see above).
                 old = self.state.load(Ordering::Relaxed);
                 continue;
             }
@@ -144,6 +154,8 @@ impl RawMutex {
                     }
                     sema::acquire(&self.sema, lifo, WaitReason::Mutex);
                     starving = starving || nanotime() - wait_start > STARVATION_THRESHOLD_NS;
+                    // Relaxed: the sema (and the park/ready handshake under it) ordered the
+                    // waking unlock's fetch_sub, and its STARVING bit, before this load.
                     old = self.state.load(Ordering::Relaxed);
                     if old & STARVING != 0 {
                         // Handed off to us: the mutex is ours, but the state still
@@ -197,6 +209,8 @@ impl RawMutex {
                 return;
             }
             let new = (old - (1 << WAITER_SHIFT)) | WOKEN;
+            // Release is more than this needs (unlock's fetch_sub published the critical
+            // section, and this RMW continues its release sequence); free on x86.
             match self
                 .state
                 .compare_exchange(old, new, Ordering::Release, Ordering::Relaxed)

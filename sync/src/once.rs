@@ -12,7 +12,8 @@ use crate::mutex::RawMutex;
 
 /// Runs a function once.
 pub struct Once {
-    /// 1 once the function has returned (or panicked). The fast path's only read.
+    /// 1 once the function has returned (or panicked). Written (Release) by the call
+    /// that ran it, under `m`; read by every call (the fast path's only read).
     done: AtomicU32,
     m: RawMutex,
 }
@@ -52,6 +53,7 @@ impl Once {
             }
         }
         self.m.lock();
+        // Relaxed: under `m`, under which `done` is written; the mutex orders it.
         if self.done.load(Ordering::Relaxed) != 0 {
             self.m.unlock();
             return;
@@ -62,6 +64,7 @@ impl Once {
 
     /// Whether the function has run (returned or panicked).
     pub fn is_completed(&self) -> bool {
+        // Acquire: as in `call_once`, so a caller that sees it done sees `f`'s effects.
         self.done.load(Ordering::Acquire) != 0
     }
 }

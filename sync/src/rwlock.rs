@@ -24,11 +24,15 @@ pub const MAX_READERS: i32 = 1 << 30;
 /// A reader-writer lock for coroutines and threads (see the module doc).
 pub struct RwLock<T: ?Sized> {
     w: RawMutex,
+    /// The sema the pending writer sleeps on; released by the last reader out.
     writer_sem: AtomicU32,
+    /// The sema readers behind a writer sleep on; released by `write_unlock`.
     reader_sem: AtomicU32,
-    /// Readers inside or waiting, minus MAX_READERS while a writer is pending.
+    /// Readers inside or waiting, minus MAX_READERS while a writer is pending. Changed
+    /// (RMWs only) by readers coming and going and by the writer; read by both.
     reader_count: AtomicI32,
-    /// Readers the pending writer still waits for.
+    /// Readers the pending writer still waits for: added to by the writer, counted
+    /// down by the readers it waits for (RMWs only).
     reader_wait: AtomicI32,
     data: UnsafeCell<T>,
 }
@@ -78,6 +82,7 @@ impl<T: ?Sized> RwLock<T> {
             if c < 0 {
                 return None;
             }
+            // Acquire on success, as above.
             match self.reader_count.compare_exchange_weak(
                 c,
                 c + 1,
@@ -97,7 +102,9 @@ impl<T: ?Sized> RwLock<T> {
             if r + 1 == 0 || r + 1 == -MAX_READERS {
                 panic!("goro RwLock: read unlock of an unlocked lock");
             }
-            // A writer is pending: the last reader out wakes it.
+            // A writer is pending: the last reader out wakes it. AcqRel: Release hands
+            // our reads to the writer; Acquire gathers the earlier leavers' Releases,
+            // which the last one passes on to the writer through the sema.
             if self.reader_wait.fetch_sub(1, Ordering::AcqRel) - 1 == 0 {
                 sema::release(&self.writer_sem, false);
             }
@@ -107,8 +114,12 @@ impl<T: ?Sized> RwLock<T> {
     /// Locks for writing, waiting until no reader or writer holds it.
     pub fn write(&self) -> RwLockWriteGuard<'_, T> {
         self.w.lock();
-        // Announce the writer; learn how many readers are inside.
+        // Announce the writer; learn how many readers are inside. AcqRel: Acquire pairs
+        // with the read_unlock Release of readers already gone (Release is more than
+        // needed: readers that come later are let in through `write_unlock`).
         let r = self.reader_count.fetch_sub(MAX_READERS, Ordering::AcqRel);
+        // AcqRel: Acquire pairs with the readers' fetch_sub when they all left before
+        // this add (then we do not sleep); Release is more than needed. Free on x86.
         if r != 0 && self.reader_wait.fetch_add(r, Ordering::AcqRel) + r != 0 {
             sema::acquire(&self.writer_sem, false, WaitReason::RwLock);
         }
@@ -120,6 +131,9 @@ impl<T: ?Sized> RwLock<T> {
         if !self.w.try_lock() {
             return None;
         }
+        // AcqRel on success: Acquire pairs with the read_unlock Release of the readers
+        // that were here (Release is more than needed, as in `write`); a failure only
+        // gives up.
         if self
             .reader_count
             .compare_exchange(0, -MAX_READERS, Ordering::AcqRel, Ordering::Relaxed)
@@ -132,7 +146,9 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     fn write_unlock(&self) {
-        // Let readers in again; wake the ones that queued behind us.
+        // Let readers in again; wake the ones that queued behind us. Release: publishes
+        // our writes to readers whose Acquire fetch_add comes after it (those that
+        // queued are ordered through the sema).
         let r = self.reader_count.fetch_add(MAX_READERS, Ordering::Release) + MAX_READERS;
         if r >= MAX_READERS {
             panic!("goro RwLock: write unlock of an unlocked lock");

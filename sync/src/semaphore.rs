@@ -10,6 +10,9 @@ use crate::sema;
 /// A counting semaphore: `acquire` takes a permit, waiting (parking a coroutine,
 /// blocking a thread) until one is available; `release` gives permits back.
 pub struct Semaphore {
+    /// The sema count: taken by `acquire` (the sema table's Acquire CAS), given back
+    /// by `release` (its SeqCst bump); read as a snapshot by the overflow check and
+    /// `available_permits`.
     permits: AtomicU32,
 }
 
@@ -48,6 +51,7 @@ impl Semaphore {
     ///
     /// If the count would overflow 32 bits (more permits released than can be counted).
     pub fn release(&self, n: usize) {
+        // Relaxed: a misuse check on a snapshot; the releases below carry the ordering.
         let now = self.permits.load(Ordering::Relaxed) as u64;
         if now + n as u64 > u32::MAX as u64 {
             panic!(
@@ -61,6 +65,7 @@ impl Semaphore {
 
     /// Permits available now.
     pub fn available_permits(&self) -> usize {
+        // Relaxed: a snapshot that publishes and takes nothing.
         self.permits.load(Ordering::Relaxed) as usize
     }
 }

@@ -18,6 +18,8 @@ use crate::waitgroup_word::WaitGroupWord;
 
 struct Inner {
     word: WaitGroupWord,
+    /// The count waiters sleep on: released by the `add` that reaches zero, once per
+    /// registered waiter; acquired by `wait`.
     sema: AtomicU32,
 }
 

@@ -80,6 +80,8 @@ impl WaitGroupWord {
             if (state >> 32) as i32 == 0 {
                 return false;
             }
+            // Acquire on failure: as the load above. On success it is more than needed
+            // (a sleeper is ordered after the tasks' work by the sema); free on x86.
             match self.state.compare_exchange_weak(
                 state,
                 state + 1,

@@ -338,6 +338,8 @@ pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize 
     // counterpart can only claim an arm under its channel's lock, so once we hold them
     // all the winner is settled.
     lock_all(arms);
+    // Acquire: pairs with the winner's `claim` (AcqRel), which the channel lock we now
+    // hold orders before us as well.
     let winner = state.winner.load(std::sync::atomic::Ordering::Acquire);
     for arm in arms.iter_mut() {
         // SAFETY: all channels are locked.

@@ -32,7 +32,9 @@ pub(crate) enum Outcome {
 /// trait mentions it; not an API.
 #[doc(hidden)]
 pub struct SelectState {
-    /// 0 while undecided; else the index of the winning arm plus one.
+    /// 0 while undecided; else the index of the winning arm plus one. Claimed once
+    /// (`claim`) by a counterpart under its channel's lock; read by the selector under
+    /// all of its channels' locks after it wakes.
     pub(crate) winner: AtomicUsize,
     /// The selecting waiter's unparker (taken by the winner).
     pub(crate) unparker: std::cell::UnsafeCell<Option<Unparker>>,
