@@ -139,7 +139,9 @@ impl WorkSummary {
         let (w, bit) = (&self.words[id / 64], 1u64 << (id % 64));
         // Relaxed load and RMW: only the owner (us) changes this bit, so the load reads
         // our own last write to it, and coherence orders the clear before our next mark
-        // (see the struct doc); the RMW leaves the other Ps' bits alone.
+        // (see the struct doc). It must stay an RMW: that keeps the other Ps' bits, and
+        // the release sequences of their marks, through which `snapshot`'s Acquire sees
+        // their queued Gs.
         if w.load(Ordering::Relaxed) & bit != 0 {
             w.fetch_and(!bit, Ordering::Relaxed);
         }
@@ -149,7 +151,8 @@ impl WorkSummary {
     pub(crate) fn snapshot(&self, n: usize) -> [u64; super::MAX_PROCS / 64] {
         let mut out = [0u64; super::MAX_PROCS / 64];
         for (i, w) in self.words.iter().enumerate().take(n.div_ceil(64)) {
-            // SeqCst: the re-check half of the spinning protocol.
+            // SeqCst: the re-check half of the spinning protocol (after its fence). The
+            // Acquire in it pairs with `mark`'s RMW, so a set bit's queue shows its Gs.
             out[i] = w.load(Ordering::SeqCst);
         }
         out
