@@ -121,18 +121,25 @@ struct SlotState {
     for_good: bool,
 }
 
+/// The waiters an edge, a pass or a close wakes (see `SlotState::take_woken`).
+type Woken = std::iter::Chain<
+    std::option::IntoIter<(u64, Unparker)>,
+    std::collections::vec_deque::IntoIter<(u64, Unparker)>,
+>;
+
 impl SlotState {
-    /// Unlinks and returns the waiters an edge or a pass wakes: the head, or all of
-    /// them once the slot is ready for good or closed.
-    fn take_woken(&mut self, queued: &AtomicU32) -> VecDeque<(u64, Unparker)> {
-        let woken = if self.for_good || self.closed {
-            std::mem::take(&mut self.waiters)
+    /// Unlinks and returns the waiters an edge or a pass wakes: the head (no
+    /// allocation: an edge per request is the common case), or all of them once the
+    /// slot is ready for good or closed.
+    fn take_woken(&mut self, queued: &AtomicU32) -> Woken {
+        let (head, rest) = if self.for_good || self.closed {
+            (None, std::mem::take(&mut self.waiters))
         } else {
-            self.waiters.pop_front().into_iter().collect()
+            (self.waiters.pop_front(), VecDeque::new())
         };
         // Relaxed: see `Slot::queued`.
         queued.store(self.waiters.len() as u32, Ordering::Relaxed);
-        woken
+        head.into_iter().chain(rest)
     }
 }
 
@@ -171,11 +178,10 @@ impl Slot {
                 Ordering::Relaxed,
             );
             self.drained.store(0, Ordering::Relaxed);
-            let woken = st.take_woken(&self.queued);
-            if woken.is_empty() || st.for_good {
+            if st.waiters.is_empty() || st.for_good {
                 st.ready = true;
             }
-            woken
+            st.take_woken(&self.queued)
         };
         for (_, u) in woken {
             u.unpark_into(batch);

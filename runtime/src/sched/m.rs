@@ -22,7 +22,8 @@ pub(crate) struct M {
     pub(crate) shared: Arc<MShared>,
     /// The P this M holds.
     p: Cell<Option<&'static P>>,
-    /// Live `HeldP` borrows of `p` (see `HeldP`): `releasep` refuses while any is.
+    /// Live `HeldP` borrows of `p`, counted in debug builds (see `HeldP`): `releasep`
+    /// refuses while any is.
     p_borrows: Cell<u32>,
     /// The P this M held when it entered a blocking call (see "the syscall hand-off").
     oldp: Cell<Option<&'static P>>,
@@ -30,6 +31,9 @@ pub(crate) struct M {
     curg: Cell<*const G>,
     /// Whether this M is counted in `nmspinning`.
     pub(crate) spin: SpinState,
+    /// The vector this M's polls return their readied coroutines in, kept between
+    /// polls so that a poll with events does not allocate (empty between uses).
+    pub(crate) poll_batch: Cell<Vec<GRef>>,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
 }
@@ -150,6 +154,7 @@ impl M {
     }
 
     /// The P this M must hold here.
+    #[inline]
     pub(crate) fn held_p(&self, who: &str) -> HeldP<'_> {
         match self.p() {
             Some(p) => p,
@@ -180,8 +185,10 @@ impl M {
 
     /// Aborts if a `HeldP` of this M is alive: the M is about to let go of its P, or
     /// its coroutine to switch away (and perhaps resume on another M).
+    /// Debug builds only (see `HeldP`).
+    #[inline]
     pub(crate) fn check_unborrowed(&self, who: &str) {
-        if self.p_borrows.get() != 0 {
+        if cfg!(debug_assertions) && self.p_borrows.get() != 0 {
             fatal!(
                 "{who}: M {} lets go of its P while its local state is borrowed",
                 self.id
@@ -328,6 +335,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 curg: Cell::new(std::ptr::null()),
                 spin: SpinState::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
+                poll_batch: Cell::new(Vec::new()),
             }));
             CURRENT_M.with(|c| c.set(m));
             // SAFETY: `m` is valid until the Box is freed below, after the loop.

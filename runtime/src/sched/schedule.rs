@@ -52,7 +52,9 @@ pub(crate) fn m_loop(m: &'static M) {
 /// last spinner, wakes another (`reset_spinning`).
 fn schedule(m: &'static M) -> (GRef, bool) {
     let r = schedule_spinning(m);
-    reset_spinning(m);
+    if m.spin.is_spinning() {
+        reset_spinning(m);
+    }
     r
 }
 
@@ -65,6 +67,7 @@ fn schedule_spinning(m: &'static M) -> (GRef, bool) {
 
 /// The quick part of `schedule`: due timers, now and then the global queue, then the
 /// local queue. None: look harder (`find_runnable`, which may let go of the P).
+#[inline]
 fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
     let rt = rt();
     let p = m.held_p("schedule");
@@ -142,9 +145,10 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
         // each: this M takes a P and runs the first itself, and wakes another M only
         // if there is more than one (Go: injectglist). On a single connection that
         // saves a futex wake-up per round trip.
-        let mut woken = Vec::new();
+        let mut woken = m.poll_batch.take();
         let blocked = rt.netpoll.block(timers::earliest, &mut woken);
-        let readied = inject_global(woken);
+        let readied = inject_global(&mut woken);
+        m.poll_batch.set(woken);
         if blocked {
             let p = {
                 let mut s = rt.sched.lock();
@@ -187,10 +191,10 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
     // Sockets someone waits on, and no M in the poller: poll without blocking.
     // The coroutines it readies go on our queue.
     if rt.netpoll.has_waiters() && !rt.netpoll.busy() {
-        let mut woken = Vec::new();
+        let mut woken = m.poll_batch.take();
         rt.netpoll.poll_now(&mut woken);
         if !woken.is_empty() {
-            for g in woken {
+            for g in woken.drain(..) {
                 g.transition(GStatus::Waiting, GStatus::Runnable);
                 runq_put(&p, g, false);
             }
@@ -198,6 +202,7 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
             fence(Ordering::SeqCst);
             wakep();
         }
+        m.poll_batch.set(woken);
         if let Some(r) = runq_get(&p) {
             return Some(r);
         }
@@ -502,12 +507,13 @@ pub(crate) fn ready(g: GRef) {
     wakep();
 }
 
-/// Queues `gs` (coroutines a poll readied) on the global queue, without a `wakep`:
-/// the caller decides how many Ms to wake (Go: injectglist). Returns how many.
-pub(crate) fn inject_global(gs: Vec<GRef>) -> usize {
+/// Queues `gs` (coroutines a poll readied, drained from the vector) on the global
+/// queue, without a `wakep`: the caller decides how many Ms to wake (Go: injectglist).
+/// Returns how many.
+pub(crate) fn inject_global(gs: &mut Vec<GRef>) -> usize {
     let n = gs.len();
     if n > 0 {
-        for g in gs {
+        for g in gs.drain(..) {
             g.transition(GStatus::Waiting, GStatus::Runnable);
             rt().injector.push(g);
         }

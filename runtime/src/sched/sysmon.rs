@@ -357,7 +357,7 @@ fn idle_backstop(rt: &Runtime, now: i64) -> Option<i64> {
 fn poll_into_global(rt: &Runtime) -> usize {
     let mut woken = Vec::new();
     rt.netpoll.poll_now(&mut woken);
-    super::schedule::inject_global(woken)
+    super::schedule::inject_global(&mut woken)
 }
 
 /// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.
