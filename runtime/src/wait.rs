@@ -86,6 +86,7 @@ impl WaitCell {
     }
 
     /// Owner only: starts the next wait and returns its sequence number.
+    #[inline]
     pub fn prepare(&self) -> u64 {
         // Relaxed load: only the owner ever changes the sequence number, so this thread
         // already has the latest one.
@@ -101,6 +102,7 @@ impl WaitCell {
 
     /// Owner only: commits to sleeping. Returns true if the owner is now parked (an
     /// unparker will ready it) and false if the wait was already notified.
+    #[inline]
     pub fn try_park(&self) -> bool {
         // Relaxed: only the sequence number is used, which only the owner (us) changes;
         // the CAS below checks the state.
@@ -121,12 +123,14 @@ impl WaitCell {
     }
 
     /// Owner only: the sequence number of the current wait.
+    #[inline]
     pub fn seq(&self) -> u64 {
         // Relaxed: only the owner (us) changes the sequence number.
         self.word.load(Ordering::Relaxed) >> SEQ_SHIFT
     }
 
     /// Owner only: whether the current wait has been woken.
+    #[inline]
     pub fn is_notified(&self) -> bool {
         // Acquire: pairs with the Release of the unparker's CAS.
         self.word.load(Ordering::Acquire) & STATE_MASK >= NOTIFIED
@@ -134,6 +138,7 @@ impl WaitCell {
 
     /// Owner only, once the current wait has been woken: whether its deadline woke it
     /// (rather than an unparker).
+    #[inline]
     pub fn woken_by_deadline(&self) -> bool {
         // Relaxed: the owner read the notification with Acquire (or failed its park
         // CAS with Acquire) before asking; only the state bits matter here.
@@ -141,16 +146,19 @@ impl WaitCell {
     }
 
     /// Anyone: wakes wait `seq` if it is still the current one.
+    #[inline]
     pub fn unpark(&self, seq: u64) -> Wake {
         self.notify(seq, NOTIFIED)
     }
 
     /// The deadline of wait `seq` fired: wakes it like `unpark`, marking that the
     /// deadline did it, so the owner can tell without asking the timer.
+    #[inline]
     pub fn unpark_by_deadline(&self, seq: u64) -> Wake {
         self.notify(seq, NOTIFIED_BY_DEADLINE)
     }
 
+    #[inline]
     fn notify(&self, seq: u64, notified: u64) -> Wake {
         // Acquire so that a MustReady caller sees the owner's parked state.
         let mut cur = self.word.load(Ordering::Acquire);

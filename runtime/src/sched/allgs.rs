@@ -38,6 +38,7 @@ struct Shard {
 unsafe impl Sync for Shard {}
 
 impl Shard {
+    #[inline]
     fn lock(&self) -> ShardGuard<'_> {
         crate::lockrank::acquire(crate::lockrank::Rank::AllGs);
         let mut spins = 0u32;
@@ -107,6 +108,7 @@ impl AllGs {
         &self.shards[id as usize % SHARDS]
     }
 
+    #[inline]
     pub(crate) fn add(&self, g: &G) {
         let mut v = self.shard(g.id).lock();
         // Relaxed: the index is only read and written under this shard's lock.
@@ -114,6 +116,7 @@ impl AllGs {
         v.push(GPtr(g));
     }
 
+    #[inline]
     pub(crate) fn remove(&self, g: &G) {
         let mut v = self.shard(g.id).lock();
         // Relaxed: under the shard's lock, as in `add`.

@@ -143,6 +143,7 @@ unsafe impl Sync for G {}
 
 impl G {
     /// Makes a G that will run `main` on `stack`.
+    #[inline]
     pub(crate) fn new(
         id: u64,
         name: Option<String>,
@@ -254,6 +255,7 @@ impl G {
     /// # Safety
     ///
     /// Owner only, after `resume` returned `CoroutineResult::Return`.
+    #[inline]
     pub(crate) unsafe fn take_stack(&self) -> Option<Stack> {
         // SAFETY: owner-only access (caller's contract).
         let co = unsafe { (*self.co.get()).take() };

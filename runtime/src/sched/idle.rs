@@ -142,11 +142,13 @@ impl SpinState {
         }
     }
 
+    #[inline]
     pub(crate) fn is_spinning(&self) -> bool {
         self.spinning.get()
     }
 
     /// Starts spinning (and counting), unless the M already is.
+    #[inline]
     pub(crate) fn start(&self, counts: &Spinning) {
         if !self.spinning.replace(true) {
             counts.start_spinning();
@@ -154,6 +156,7 @@ impl SpinState {
     }
 
     /// The M was handed a P, with a spinning slot reserved for it or not.
+    #[inline]
     pub(crate) fn adopt(&self, reserved: bool) {
         if self.spinning.replace(reserved) {
             super::fatal!("SpinState::adopt: a parked M was still spinning");
@@ -163,6 +166,7 @@ impl SpinState {
     /// Stops spinning, if the M is: returns the number of spinning Ms left, None if it
     /// was not spinning. An M that gives up must re-check every source of work after
     /// this (the spinning protocol's second rule).
+    #[inline]
     pub(crate) fn stop(&self, counts: &Spinning) -> Option<usize> {
         self.spinning.replace(false).then(|| counts.stop_spinning())
     }

@@ -63,6 +63,7 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
 ///
 /// The caller owns `g` (it just suspended with `Request::Park(commit)`), runs on the
 /// M's own stack, and `commit` is that request's pointer.
+#[inline]
 pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static)) -> bool {
     // SAFETY: `commit` points into park_current_g's frame on the suspended G's stack,
     // which stays valid until the G is resumed; that cannot happen before the try_park
@@ -85,6 +86,7 @@ pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static))
 /// # Safety
 ///
 /// The caller owns `g` and holds another strong reference to it (`g` itself).
+#[inline]
 pub(crate) unsafe fn adopt(g: &GRef) {
     // SAFETY: the caller's contract.
     unsafe { super::g::G::drop_parked_self_ref(g) };
