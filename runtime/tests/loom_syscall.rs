@@ -24,6 +24,16 @@ struct P {
 // SAFETY: `local` is only touched by the P's owner, which the model checks.
 unsafe impl Sync for P {}
 
+impl P {
+    /// The P's owner uses its local state.
+    fn touch(&self, by: u32) {
+        // SAFETY: called only by whoever owns the P (the M before its call and after
+        // winning its CAS, sysmon after winning its own); loom reports the access if
+        // two of them are not ordered.
+        self.local.with_mut(|l| unsafe { *l += by });
+    }
+}
+
 fn model(enter_order: StdOrdering) {
     loom::model(move || {
         let p = Arc::new(P {
@@ -36,18 +46,18 @@ fn model(enter_order: StdOrdering) {
                 let won = p.status.cas(PStatus::Syscall, PStatus::Idle);
                 if won {
                     // The new owner (handoffp's M) uses the P.
-                    p.local.with_mut(|l| unsafe { *l += 10 });
+                    p.touch(10);
                 }
                 won
             })
         };
         // The M: last touch of the local state, then the blocking call.
-        p.local.with_mut(|l| unsafe { *l += 1 });
+        p.touch(1);
         p.status.store(PStatus::Syscall, enter_order);
         // ... the call ... then back:
         let m_won = p.status.cas(PStatus::Syscall, PStatus::Running);
         if m_won {
-            p.local.with_mut(|l| unsafe { *l += 100 });
+            p.touch(100);
         }
         let sysmon_won = sysmon.join().unwrap();
         assert!(

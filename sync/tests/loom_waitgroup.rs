@@ -46,6 +46,17 @@ struct Group {
 unsafe impl Sync for Group {}
 
 impl Group {
+    /// Task `i` records its result.
+    fn set_work(&self, i: usize, v: u32) {
+        // SAFETY: only task `i` writes its cell, before its `done`; readers read after
+        // `wait`, and loom reports the access if the two are not ordered.
+        self.work[i].with_mut(|w| unsafe { *w = v });
+    }
+    /// A waiter reads task `i`'s result, after `wait`.
+    fn work(&self, i: usize) -> u32 {
+        // SAFETY: as in `set_work`.
+        self.work[i].with(|w| unsafe { *w })
+    }
     fn done(&self) {
         for _ in 0..self.word.add(-1) {
             self.sema.release();
@@ -78,13 +89,13 @@ fn waiter_sees_every_task() {
             .map(|i| {
                 let g = g.clone();
                 thread::spawn(move || {
-                    g.work[i].with_mut(|w| unsafe { *w = i as u32 + 1 });
+                    g.set_work(i, i as u32 + 1);
                     g.done();
                 })
             })
             .collect();
         g.wait();
-        let sum: u32 = (0..2).map(|i| g.work[i].with(|w| unsafe { *w })).sum();
+        let sum: u32 = (0..2).map(|i| g.work(i)).sum();
         assert_eq!(sum, 3);
         for t in tasks {
             t.join().unwrap();
@@ -104,18 +115,18 @@ fn every_waiter_is_released() {
             let g = g.clone();
             thread::spawn(move || {
                 g.wait();
-                g.work[0].with(|w| unsafe { *w })
+                g.work(0)
             })
         };
         let task = {
             let g = g.clone();
             thread::spawn(move || {
-                g.work[0].with_mut(|w| unsafe { *w = 7 });
+                g.set_work(0, 7);
                 g.done();
             })
         };
         g.wait();
-        assert_eq!(g.work[0].with(|w| unsafe { *w }), 7);
+        assert_eq!(g.work(0), 7);
         assert_eq!(waiter.join().unwrap(), 7);
         task.join().unwrap();
         assert_eq!(g.word.count(), 0);
