@@ -619,6 +619,23 @@ fn schedtrace_prints_a_line_per_tick() {
     }
 }
 
+/// Past `GORO_MAX_THREADS` Ms the process stops with a message that names the cause
+/// and the setting (Go: "program exceeds 10000-thread limit").
+#[test]
+fn thread_limit_stops_the_process_with_a_message() {
+    let o = run_scenario(
+        "max_threads",
+        &[("GORO_MAX_THREADS", "8"), ("GORO_MAXPROCS", "2")],
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success(), "stderr:\n{err}");
+    assert_ne!(o.status.code(), Some(7), "the watchdog ended it:\n{err}");
+    assert!(
+        err.contains("more than 8 threads") && err.contains("GORO_MAX_THREADS"),
+        "{err}"
+    );
+}
+
 #[test]
 fn idle_ms_leave_the_pool() {
     let o = run_scenario(
@@ -746,6 +763,16 @@ fn scenario_child() {
             for h in hs {
                 h.join().unwrap();
             }
+        }
+        "max_threads" => {
+            // Blocking calls that outlast the retake each cost a thread.
+            let hs: Vec<_> = (0..40)
+                .map(|_| {
+                    goro::go!(|| goro::blocking(|| std::thread::sleep(Duration::from_secs(3))))
+                })
+                .collect();
+            hs.into_iter().for_each(|h| h.join().unwrap());
+            unreachable!("40 blocked calls fit in 8 threads");
         }
         "mpool" => {
             let ms = || {

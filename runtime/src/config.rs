@@ -12,6 +12,11 @@
 //!   keeps it on.
 //! - `GORO_IDLE_M_EXIT_MS`: how long an idle thread beyond the pool's needs waits
 //!   before it exits (ms ≥ 1, default 5000).
+//! - `GORO_MAX_THREADS`: the most threads the runtime starts to run coroutines (its
+//!   Ms), default [`DEFAULT_MAX_THREADS`], as Go's `debug.SetMaxThreads`: past it the
+//!   process stops with a message naming the cause and the setting. Threads blocked in
+//!   calls that have lost their P (`blocking`) count, so a runaway of blocked calls
+//!   ends in a clear error, not in the kernel's thread limit.
 //!
 //! A value that does not parse stops the program with a message naming the variable:
 //! a typo in a tuning knob should not silently fall back to a default.
@@ -22,6 +27,9 @@ use crate::stack;
 /// hardware threads than this is not what goro is tuned for).
 pub const MAX_PROCS: usize = 256;
 
+/// The default limit on the runtime's threads (Go's: 10 000).
+pub const DEFAULT_MAX_THREADS: usize = 10_000;
+
 /// The default coroutine stack size (virtual; only touched pages cost memory).
 pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
 
@@ -31,6 +39,7 @@ pub(crate) struct Config {
     pub(crate) schedtrace_ms: Option<u64>,
     pub(crate) deadlock_check: bool,
     pub(crate) idle_m_exit_ms: u64,
+    pub(crate) max_threads: usize,
 }
 
 impl Config {
@@ -59,12 +68,17 @@ impl Config {
             Ok(v) => parse_millis(&v).unwrap_or_else(|e| panic!("GORO_IDLE_M_EXIT_MS: {e}")),
             Err(_) => 5_000,
         };
+        let max_threads = match std::env::var("GORO_MAX_THREADS") {
+            Ok(v) => parse_max_threads(&v).unwrap_or_else(|e| panic!("GORO_MAX_THREADS: {e}")),
+            Err(_) => DEFAULT_MAX_THREADS,
+        };
         Config {
             maxprocs,
             stack_usable,
             schedtrace_ms,
             deadlock_check,
             idle_m_exit_ms,
+            max_threads,
         }
     }
 }
@@ -85,6 +99,15 @@ pub(crate) fn parse_deadlock(s: &str) -> Result<bool, String> {
         "ignore" => Ok(false),
         "detect" => Ok(true),
         _ => Err(format!("must be `ignore` or `detect`, got {s:?}")),
+    }
+}
+
+/// At least one thread per P is needed; 2 is the smallest limit that lets one P run
+/// beside a blocked call.
+pub(crate) fn parse_max_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 2 => Ok(n),
+        _ => Err(format!("must be a whole number, at least 2, got {s:?}")),
     }
 }
 
@@ -129,6 +152,14 @@ mod tests {
         assert!(parse_maxprocs("-1").is_err());
         assert!(parse_maxprocs("two").is_err());
         assert!(parse_maxprocs(&(MAX_PROCS + 1).to_string()).is_err());
+    }
+
+    #[test]
+    fn max_threads_parses_and_rejects() {
+        assert_eq!(parse_max_threads("10000"), Ok(10_000));
+        assert_eq!(parse_max_threads(" 2 "), Ok(2));
+        assert!(parse_max_threads("1").is_err());
+        assert!(parse_max_threads("lots").is_err());
     }
 
     #[test]

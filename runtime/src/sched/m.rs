@@ -311,12 +311,26 @@ fn idle_m_timeout() -> Duration {
     rt().idle_m_exit
 }
 
-/// Starts a new M holding `p` (Go: newm). Aborts if the OS refuses a thread: the
-/// runtime cannot keep its promise to run queued coroutines without one.
+/// Starts a new M holding `p` (Go: newm). Aborts if the OS refuses a thread (the
+/// runtime cannot keep its promise to run queued coroutines without one), or if the
+/// Ms alive would pass `GORO_MAX_THREADS` (Go's thread limit).
 pub(crate) fn newm(p: &'static P, spinning: bool) {
-    // Relaxed: a unique id, and a count for heuristics (see the fields).
-    let id = rt().nm.fetch_add(1, Ordering::Relaxed);
-    rt().nm_alive.fetch_add(1, Ordering::Relaxed);
+    let rt = rt();
+    // Relaxed: a unique id, and a count for heuristics and the limit (see the fields):
+    // the RMW makes concurrent starters see distinct counts, so the limit holds.
+    let id = rt.nm.fetch_add(1, Ordering::Relaxed);
+    let alive = rt.nm_alive.fetch_add(1, Ordering::Relaxed) + 1;
+    if alive > rt.max_threads {
+        // Go: "runtime: program exceeds 10000-thread limit", "thread exhaustion".
+        fatal!(
+            "newm: the program needs more than {} threads to run its coroutines \
+             (GORO_MAX_THREADS): {} are running or blocked in calls that lost their P. \
+             Raise GORO_MAX_THREADS, or bound the blocking calls (a \
+             goro::sync::Semaphore around them)",
+            rt.max_threads,
+            alive - 1
+        );
+    }
     let spawned = thread::Builder::new()
         .name(format!("goro-m{id}"))
         .spawn(move || {
@@ -350,11 +364,11 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
             drop(unsafe { Box::from_raw(m) });
             drop(altstack);
             // Relaxed: see `Runtime::nm_alive`.
-            rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
+            super::rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
         });
     if let Err(e) = spawned {
         // Relaxed: as above.
-        rt().nm_alive.fetch_sub(1, Ordering::Relaxed);
+        rt.nm_alive.fetch_sub(1, Ordering::Relaxed);
         fatal!("newm: cannot start an OS thread for M {id}: {e}");
     }
 }

@@ -215,6 +215,8 @@ pub(crate) struct Runtime {
     pub(crate) schedtrace_ms: Option<u64>,
     pub(crate) deadlock_check: bool,
     pub(crate) idle_m_exit: std::time::Duration,
+    /// `GORO_MAX_THREADS`: the most Ms alive at once (see `newm`).
+    pub(crate) max_threads: usize,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -255,6 +257,7 @@ fn init() -> &'static Runtime {
             schedtrace_ms: cfg.schedtrace_ms,
             deadlock_check: cfg.deadlock_check,
             idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
+            max_threads: cfg.max_threads,
         };
         rt.resize_locked(&mut rt.sched.lock(), cfg.maxprocs);
         rt
