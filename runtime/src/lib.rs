@@ -26,6 +26,7 @@ mod epoll;
 pub mod fs;
 mod lockrank;
 mod loom;
+mod membarrier;
 pub mod net;
 mod netpoll;
 pub mod park;
@@ -59,7 +60,9 @@ pub fn yield_now() {
 pub mod __loom {
     pub use crate::netpoll::Watch;
     pub use crate::sched::idle::{DeepSleep, Spinning};
-    pub use crate::sched::p::{PStatus, StatusWord};
+    pub use crate::sched::p::{
+        enter_goro, leave_goro, try_retake, PStatus, RetakeWord, StatusWord,
+    };
     pub use crate::sched::runq::RunNext;
     pub use crate::spawn::JoinState;
     pub use crate::wait::{WaitCell, Wake};

@@ -19,6 +19,8 @@
 //! | `PollTable` | `netpoll.rs` the registration table | nothing |
 //! | `MHandoff` | `sched/m.rs` `MShared::next` | nothing |
 //! | `AllGs` | `sched/allgs.rs` a registry shard (a spin lock) | nothing |
+//! | `POwner` | `sched/p.rs` `P::owner` (who holds the P, for sysmon) | nothing |
+//! | `AllMs` | `sched/mod.rs` `Runtime::allm` (the live Ms, for the dump) | nothing |
 //!
 //! Not ranked, on purpose: `time.rs` `Serial::f`, held while a user's `after_func`
 //! runs (user code can take any lock and switch threads under it; only its turn's
@@ -47,9 +49,11 @@ pub(crate) enum Rank {
     PollTable,
     MHandoff,
     AllGs,
+    POwner,
+    AllMs,
 }
 
-/// The most ranked locks one thread holds at once (the order has ten ranks).
+/// The most ranked locks one thread holds at once (the order has twelve ranks).
 #[cfg(debug_assertions)]
 const MAX_HELD: usize = 16;
 

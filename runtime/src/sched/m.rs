@@ -1,7 +1,7 @@
 //! M: an OS thread that runs coroutines while it holds a P.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -36,6 +36,8 @@ pub(crate) struct M {
     pub(crate) poll_batch: Cell<Vec<GRef>>,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
+    /// The epoch of the P this M holds (`RetakeWord::acquire`), which it enters with.
+    epoch: Cell<u64>,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
@@ -46,6 +48,71 @@ pub(crate) struct MShared {
     /// read by the M when it wakes (Acquire swap).
     woken: AtomicBool,
     thread: Thread,
+    /// Whether this M is outside goro (its coroutine runs user code), so that sysmon
+    /// may take its P (see "the retake handshake" in `p.rs`). Written by the M only
+    /// (`leave_goro` / `enter_goro`); read by sysmon.
+    pub(crate) outside: crate::loom::AtomicBool,
+    /// This M's thread CPU clock (`pthread_getcpuclockid`), which sysmon samples to tell
+    /// a thread blocked in the kernel from one that computes. Set at the start.
+    pub(crate) cpu_clock: libc::clockid_t,
+    /// When sysmon took this M's P while its coroutine ran outside goro (the runtime
+    /// clock), 0 once the coroutine is back in goro or the M holds a P; and why
+    /// (`LOST_BLOCKED` or `LOST_COMPUTING`). For the dump: written by sysmon and the M
+    /// (`enter`, `acquirep`), read by `dump` (Relaxed all: informational).
+    pub(crate) lost_p_at: AtomicI64,
+    pub(crate) lost_p_why: AtomicU8,
+    /// The id of the coroutine this M runs now (0: none), for the dump. Written by the
+    /// M at each resume; read by the dump.
+    pub(crate) curg_id: AtomicU64,
+    /// The M's thread id (`gettid`), for `sleeping_in_kernel`.
+    pub(crate) tid: libc::pid_t,
+}
+
+/// Why sysmon took an M's P (see `MShared::lost_p_why`): its thread sat in the kernel.
+pub(crate) const LOST_BLOCKED: u8 = 1;
+/// ... or it ran user code past its slice and the preempt request.
+pub(crate) const LOST_COMPUTING: u8 = 2;
+
+/// An M's `outside` flag, reached through its shared part (for `p::try_retake`).
+pub(crate) struct OutsideOf(pub(crate) Arc<MShared>);
+
+impl std::ops::Deref for OutsideOf {
+    type Target = crate::loom::AtomicBool;
+    fn deref(&self) -> &crate::loom::AtomicBool {
+        &self.0.outside
+    }
+}
+
+impl MShared {
+    /// Whether this M's thread is asleep in the kernel (state S or D in
+    /// /proc/self/task/TID/stat: a sleep, a futex, a socket, a disk) rather than
+    /// runnable: a thread whose CPU clock stands still because other threads have the
+    /// CPUs is not blocked, and taking its P would only add a thread to the contention.
+    /// Read only when the clock has stood still, so rarely.
+    pub(crate) fn sleeping_in_kernel(&self) -> bool {
+        let path = format!("/proc/self/task/{}/stat", self.tid);
+        let Ok(stat) = std::fs::read_to_string(path) else {
+            return false; // the thread has ended
+        };
+        // The state follows the command name, which is in parentheses and may itself
+        // contain spaces or parentheses.
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].trim_start().chars().next());
+        matches!(state, Some('S' | 'D'))
+    }
+
+    /// CPU time this M's thread has used, in nanoseconds (None if it has ended).
+    pub(crate) fn cpu_ns(&self) -> Option<i64> {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime with a clock id from pthread_getcpuclockid and a valid
+        // out-pointer; a thread that has exited gives EINVAL, not undefined behaviour.
+        let r = unsafe { libc::clock_gettime(self.cpu_clock, &mut ts) };
+        (r == 0).then(|| ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+    }
 }
 
 /// A P handed to a parked M: to spin with, or (for the M of a pinned coroutine) to run
@@ -144,13 +211,52 @@ pub(crate) fn current_g_ptr() -> *const G {
 impl M {
     /// The right to the local state of the P this M holds, if it holds one (see
     /// `HeldP`). Must be called on the M's own thread.
+    ///
+    /// On a coroutine, this enters goro: it learns whether sysmon took the P while the
+    /// coroutine ran user code (then it returns None: the caller goes on without a P,
+    /// as after a blocking call that lost its P), and the `HeldP` leaves goro again when
+    /// dropped. On the scheduler's stack the M is inside goro already.
     #[inline]
     pub(crate) fn p(&self) -> Option<HeldP<'_>> {
         let p = self.p.get()?;
+        let on_g = !self.curg.get().is_null();
+        if on_g && !self.enter() {
+            return None;
+        }
         // SAFETY: `self.p` is the P this M holds (set by acquirep / reacquirep, cleared
-        // by releasep / enter_syscall), `self` is the calling thread's M (Ms are
-        // reached through CURRENT_M only), and `p_borrows` is its borrow count.
-        Some(unsafe { HeldP::new(p, &self.p_borrows) })
+        // by releasep / enter_syscall / a lost retake), `self` is the calling thread's M
+        // (Ms are reached through CURRENT_M only), and `p_borrows` is its borrow count.
+        Some(unsafe { HeldP::new(p, &self.p_borrows, on_g.then_some(&self.shared.outside)) })
+    }
+
+    /// Whether this M holds a P (on the scheduler's stack, where no handshake is
+    /// needed to know it).
+    #[inline]
+    pub(crate) fn has_p(&self) -> bool {
+        self.p.get().is_some()
+    }
+
+    /// Leaves goro: this M is about to run user code (resume a coroutine, or return
+    /// to one), and sysmon may take its P meanwhile (see "the retake handshake").
+    #[inline]
+    pub(crate) fn leave(&self) {
+        super::p::leave_goro(&self.shared.outside);
+    }
+
+    /// Enters goro: returns whether this M still holds its P. If sysmon took it, the
+    /// M lets go of it (without touching it) and runs on without a P.
+    #[inline]
+    pub(crate) fn enter(&self) -> bool {
+        let Some(p) = self.p.get() else {
+            return false;
+        };
+        if super::p::enter_goro(&self.shared.outside, &p.retake, self.epoch.get()) {
+            return true;
+        }
+        self.p.set(None);
+        // Relaxed: for the dump (back in goro: no longer "outside without a P").
+        self.shared.lost_p_at.store(0, Ordering::Relaxed);
+        false
     }
 
     /// The P this M must hold here.
@@ -171,16 +277,53 @@ impl M {
         // Relaxed: the P came through the idle list's lock or a hand-off's mutex,
         // which order the previous holder's accesses before ours.
         p.transition(PStatus::Idle, PStatus::Running, Ordering::Relaxed);
+        // Relaxed: our own flag, read by sysmon only for the epoch we are about to hold
+        // (it finds us through `P::owner`, set under its lock with the epoch).
+        self.shared.outside.store(false, Ordering::Relaxed);
+        self.shared.lost_p_at.store(0, Ordering::Relaxed);
+        self.own(p);
         self.p.set(Some(p));
+        {
+            // SAFETY: we hold `p` now (above) and this is our borrow count; no leave.
+            let held = unsafe { HeldP::new(p, &self.p_borrows, None) };
+            // A P that was idle starts afresh: the inheritance streak bounds a chain of
+            // hand-offs within one run, and a coroutine woken on an idle P (a timer,
+            // a poll) again and again is no such chain. Left counting, it would send
+            // that coroutine behind the queue once other work arrives.
+            held.local().streak.set(0);
+        }
+        // A request to yield meant for the last holder's slice is void (after a retake
+        // it would make the first coroutine this M runs yield at once). Relaxed: a
+        // hint, as everywhere.
+        p.preempt.store(false, Ordering::Relaxed);
         super::sysmon::wake_if_asleep();
+        super::sysmon::note_blocking();
     }
 
     /// Takes back `p`, the P this M held before a blocking call, after winning it back
     /// with the `Syscall -> Running` CAS (the blocking call's fast path: no status
     /// store, and sysmon cannot be in its deep sleep while a P was in a call).
+    ///
+    /// The CAS can also win a P that sysmon retook meanwhile and another M acquired and
+    /// took into a blocking call of its own (an ABA: that M's own CAS then fails and it
+    /// goes without). Then the P's retake epoch is that M's: the winner starts an epoch
+    /// of its own, as `acquirep` does.
     #[inline]
     pub(crate) fn reacquirep(&self, p: &'static P) {
+        if p.retake.epoch() != self.epoch.get() {
+            self.own(p);
+        }
         self.p.set(Some(p));
+    }
+
+    /// Starts this M's retake epoch on `p` and records this M as its holder for that
+    /// epoch, both under `P::owner`'s lock, so that sysmon never pairs an epoch with
+    /// another M's `outside` flag.
+    fn own(&self, p: &'static P) {
+        let mut owner = p.owner.lock();
+        let epoch = p.retake.acquire();
+        *owner = Some((epoch, self.shared.clone()));
+        self.epoch.set(epoch);
     }
 
     /// Aborts if a `HeldP` of this M is alive: the M is about to let go of its P, or
@@ -212,8 +355,11 @@ impl M {
     }
 
     /// Lets go of the P for a blocking call (`Running -> Syscall`), remembering it as
-    /// `oldp` (see "the syscall hand-off").
-    pub(crate) fn enter_syscall(&self) {
+    /// `oldp` (see "the syscall hand-off"). Takes the caller's `HeldP` without leaving
+    /// goro: sysmon's retake of a running P must not race this status change, and from
+    /// `Syscall` on the syscall hand-off's own CASes decide who owns the P.
+    pub(crate) fn enter_syscall(&self, held: HeldP<'_>) {
+        held.forget();
         self.check_unborrowed("enter_syscall");
         let Some(p) = self.p.take() else {
             fatal!("enter_syscall: M {} holds no P", self.id)
@@ -335,11 +481,24 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
         .name(format!("goro-m{id}"))
         .spawn(move || {
             let altstack = crate::stack::overflow::ensure_altstack();
+            let mut cpu_clock: libc::clockid_t = 0;
+            // SAFETY: our own thread's handle and a valid out-pointer.
+            if unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut cpu_clock) } != 0 {
+                cpu_clock = -1; // unknown: sysmon then only sees CPU-bound runs (`cpu_ns` is None)
+            }
             let shared = Arc::new(MShared {
                 next: Mutex::new(Rank::MHandoff, None),
                 woken: AtomicBool::new(false),
                 thread: thread::current(),
+                outside: crate::loom::AtomicBool::new(false),
+                cpu_clock,
+                lost_p_at: AtomicI64::new(0),
+                lost_p_why: AtomicU8::new(0),
+                curg_id: AtomicU64::new(0),
+                // SAFETY: gettid has no preconditions.
+                tid: unsafe { libc::gettid() },
             });
+            let shared_for_list = shared.clone();
             let m: *mut M = Box::into_raw(Box::new(M {
                 id,
                 shared,
@@ -350,7 +509,9 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 spin: SpinState::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
                 poll_batch: Cell::new(Vec::new()),
+                epoch: Cell::new(0),
             }));
+            super::rt().allm.lock().push(shared_for_list);
             CURRENT_M.with(|c| c.set(m));
             // SAFETY: `m` is valid until the Box is freed below, after the loop.
             let m_ref: &'static M = unsafe { &*m };
@@ -360,6 +521,10 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
             // The M left the pool (see stopm): it holds no P and no G, and no pinned G
             // is bound to it, so nothing refers to it any more. Its thread ends here.
             CURRENT_M.with(|c| c.set(std::ptr::null()));
+            super::rt()
+                .allm
+                .lock()
+                .retain(|s| !Arc::ptr_eq(s, &m_ref.shared));
             // SAFETY: made by Box::into_raw above; the last use of `m_ref` was m_loop.
             drop(unsafe { Box::from_raw(m) });
             drop(altstack);

@@ -211,6 +211,9 @@ pub(crate) struct Runtime {
     /// `newm` and by an M's thread as it ends. Relaxed everywhere: only the idle-M exit
     /// heuristic, the dump and the trace read it.
     pub(crate) nm_alive: AtomicUsize,
+    /// The shared part of every M whose thread runs (for the dump: which coroutine
+    /// runs without its P). Pushed by an M as it starts, removed as it ends.
+    pub(crate) allm: Mutex<Vec<Arc<m::MShared>>>,
     /// `GORO_SCHEDTRACE`, `GORO_DEADLOCK`, `GORO_IDLE_M_EXIT_MS` (see config.rs).
     pub(crate) schedtrace_ms: Option<u64>,
     pub(crate) deadlock_check: bool,
@@ -235,6 +238,7 @@ fn init() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let cfg = Config::from_env();
         crate::stack::overflow::install();
+        crate::membarrier::init();
         let rt = Runtime {
             allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),
             nprocs_created: AtomicUsize::new(0),
@@ -254,6 +258,7 @@ fn init() -> &'static Runtime {
             allgs: allgs::AllGs::new(),
             coarse_now: AtomicI64::new(crate::timers::nanotime()),
             nm_alive: AtomicUsize::new(0),
+            allm: Mutex::new(Rank::AllMs, Vec::new()),
             schedtrace_ms: cfg.schedtrace_ms,
             deadlock_check: cfg.deadlock_check,
             idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),

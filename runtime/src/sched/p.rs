@@ -4,12 +4,16 @@ use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32};
 
-use crate::loom::{AtomicU8, Ordering};
+use crate::loom::{AtomicBool as LoomAtomicBool, AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
 
+use std::sync::Arc;
+
 use super::g::{GRef, G};
+use super::m::MShared;
 use super::runq::RunNext;
+use crate::lockrank::{Mutex, Rank};
 use crate::stack::pool::StackCache;
 use crate::timers::PTimers;
 
@@ -106,6 +110,191 @@ impl StatusWord {
     }
 }
 
+/// The retake handshake's word on a P: `epoch << 2 | state` (see "the retake
+/// handshake" in the module doc). A type of its own so that `tests/loom_retake.rs`
+/// checks the very code.
+///
+/// Written by the P's holder (`acquire`, a denial in `enter`) and by sysmon (`request`,
+/// `commit`, `withdraw`); every change but `acquire`'s is a CAS, so each request is
+/// decided exactly once.
+pub struct RetakeWord {
+    word: AtomicU64,
+}
+
+const RETAKE_NONE: u64 = 0;
+const RETAKE_REQUESTED: u64 = 1;
+const RETAKE_TAKEN: u64 = 2;
+const RETAKE_STATE: u64 = 0b11;
+
+impl RetakeWord {
+    /// Epoch 0, nothing requested.
+    pub fn new() -> RetakeWord {
+        RetakeWord {
+            word: AtomicU64::new(0),
+        }
+    }
+
+    /// The M that just acquired the P: a new epoch with nothing requested. Returns it;
+    /// the M enters with it until it lets go of the P.
+    pub fn acquire(&self) -> u64 {
+        // Relaxed: the P came through the idle list's lock or a hand-off's mutex, so the
+        // previous epoch's word is ours to read. A request sysmon makes meanwhile (for
+        // the previous epoch: it saw the P running) is overwritten or fails its CAS;
+        // either way its commit, which names that epoch, can never succeed.
+        let e = (self.word.load(Ordering::Relaxed) >> 2) + 1;
+        self.word.store(e << 2 | RETAKE_NONE, Ordering::Relaxed);
+        e
+    }
+
+    /// The current epoch (the holder's, if the P is held).
+    #[inline]
+    pub fn epoch(&self) -> u64 {
+        // Relaxed: read by the holder, which wrote it, or to tell it from another.
+        self.word.load(Ordering::Relaxed) >> 2
+    }
+
+    /// The holder, entering goro with `epoch` after its `outside = false` store and the
+    /// M-side fence: whether it still holds the P. A pending request is denied (the
+    /// holder wins it with a CAS); a committed one, or a later epoch, means the P was
+    /// taken.
+    #[inline]
+    pub fn enter(&self, epoch: u64) -> bool {
+        // Relaxed: the Dekker pair's load is ordered after the store by the fence (or
+        // the kernel's barrier); nothing else is published through this word.
+        let w = self.word.load(Ordering::Relaxed);
+        w == epoch << 2 || self.enter_slow(epoch, w)
+    }
+
+    #[cold]
+    fn enter_slow(&self, epoch: u64, mut w: u64) -> bool {
+        loop {
+            if w >> 2 != epoch {
+                return false;
+            }
+            match w & RETAKE_STATE {
+                RETAKE_NONE => return true,
+                RETAKE_TAKEN => return false,
+                _ => {
+                    // The denial races sysmon's commit: one CAS wins. Relaxed: the
+                    // winner learns all it needs from winning.
+                    match self.word.compare_exchange(
+                        w,
+                        epoch << 2 | RETAKE_NONE,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return true,
+                        Err(now) => w = now,
+                    }
+                }
+            }
+        }
+    }
+
+    /// sysmon: asks for the P if nothing is asked yet. Returns the epoch asked for.
+    pub fn request(&self) -> Option<u64> {
+        // Relaxed: the request is the store half of the Dekker pair; the barrier after
+        // it (`membarrier::sysmon_side`) orders it before sysmon's load.
+        let w = self.word.load(Ordering::Relaxed);
+        if w & RETAKE_STATE != RETAKE_NONE {
+            return None;
+        }
+        self.word
+            .compare_exchange(
+                w,
+                w | RETAKE_REQUESTED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .ok()
+            .map(|_| w >> 2)
+    }
+
+    /// sysmon, having seen the holder outside goro: takes the P, unless the holder
+    /// denied the request first. True: the P is sysmon's now.
+    pub fn commit(&self, epoch: u64) -> bool {
+        // Relaxed: what sysmon needs of the holder's writes it got from the Acquire
+        // load of the holder's `outside` flag, which pairs with the holder's Release
+        // store when it left goro.
+        self.word
+            .compare_exchange(
+                epoch << 2 | RETAKE_REQUESTED,
+                epoch << 2 | RETAKE_TAKEN,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
+    /// sysmon, having decided not to take the P: takes its request back (unless the
+    /// holder denied it already).
+    pub fn withdraw(&self, epoch: u64) {
+        // Relaxed: as `commit`.
+        let _ = self.word.compare_exchange(
+            epoch << 2 | RETAKE_REQUESTED,
+            epoch << 2 | RETAKE_NONE,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+}
+
+impl Default for RetakeWord {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The holder of a P leaves goro (its coroutine runs user code): sysmon may take the
+/// P from now on (see "the retake handshake").
+#[inline]
+pub fn leave_goro(outside: &LoomAtomicBool) {
+    // Release: publishes the holder's writes to the P's local state to a sysmon that
+    // takes the P; pairs with the Acquire load in `try_retake`.
+    outside.store(true, Ordering::Release);
+}
+
+/// The holder of a P enters goro with `epoch` (the one `RetakeWord::acquire` gave
+/// it): returns whether it still holds the P. False: sysmon took it; the caller must
+/// not touch it and runs without a P until it gets another.
+#[inline]
+pub fn enter_goro(outside: &LoomAtomicBool, word: &RetakeWord, epoch: u64) -> bool {
+    // Relaxed store, then the M-side fence, then the word's load: the holder's half of
+    // the Dekker pair (sysmon's is `try_retake`).
+    outside.store(false, Ordering::Relaxed);
+    crate::membarrier::m_side();
+    word.enter(epoch)
+}
+
+/// sysmon: tries to take a P whose holder seems stuck outside goro. `outside_of`
+/// gives the `outside` flag of the holder of the requested epoch (None if that epoch
+/// has no holder now); `unchanged` re-checks, after the barrier, that the holder made
+/// no progress meanwhile. True: the P is sysmon's now (the holder learns it at its
+/// next `enter_goro`).
+pub fn try_retake<H: std::ops::Deref<Target = LoomAtomicBool>>(
+    word: &RetakeWord,
+    outside_of: impl FnOnce(u64) -> Option<H>,
+    unchanged: impl FnOnce() -> bool,
+) -> bool {
+    let Some(epoch) = word.request() else {
+        return false;
+    };
+    let Some(outside) = outside_of(epoch) else {
+        word.withdraw(epoch);
+        return false;
+    };
+    // The barrier: either the holder's `outside = false` store is visible below, or the
+    // holder's load in `enter_goro` sees the request and resolves it with a CAS.
+    crate::membarrier::sysmon_side();
+    // Acquire: pairs with the Release of `leave_goro`, so a sysmon that takes the P
+    // sees everything the holder wrote to it before it left goro.
+    if outside.load(Ordering::Acquire) && unchanged() {
+        return word.commit(epoch);
+    }
+    word.withdraw(epoch);
+    false
+}
+
 /// A processor.
 ///
 /// The shared part (`status`, `runnext`, `stealer`) is what other Ps touch; `local` is
@@ -136,6 +325,13 @@ pub(crate) struct P {
     /// negative). Written only by the holder (a load and a store, no RMW); summed by
     /// `num_goroutines`.
     pub(crate) gcount: AtomicI64,
+    /// The retake handshake's word (see "the retake handshake").
+    pub(crate) retake: RetakeWord,
+    /// The M that holds the P (or held it last) and the retake epoch it holds it
+    /// with: set with the epoch, under this lock, by `acquirep`; read by sysmon for the
+    /// holder's `outside` flag and CPU clock (see "the retake handshake"). An epoch
+    /// that is not the one sysmon requested means another holder: sysmon withdraws.
+    pub(crate) owner: Mutex<Option<(u64, Arc<MShared>)>>,
     local: UnsafeCell<PLocal>,
 }
 
@@ -178,6 +374,8 @@ impl P {
             tick_pub: AtomicU32::new(0),
             preempt: AtomicBool::new(false),
             gcount: AtomicI64::new(0),
+            retake: RetakeWord::new(),
+            owner: Mutex::new(Rank::POwner, None),
             local: UnsafeCell::new(PLocal {
                 runq,
                 tick: Cell::new(0),
@@ -248,6 +446,8 @@ pub(crate) struct HeldP<'m> {
     /// The M's count of live borrows (debug builds).
     #[cfg(debug_assertions)]
     borrows: &'m Cell<u32>,
+    /// Taken on a coroutine: the M's `outside` flag, to leave goro again on drop.
+    leave: Option<&'m LoomAtomicBool>,
     _m: PhantomData<(&'m (), *const ())>,
 }
 
@@ -255,9 +455,14 @@ impl<'m> HeldP<'m> {
     /// # Safety
     ///
     /// The calling thread's M holds `p` (took it off the idle list, or won it back from
-    /// a blocking call) and `borrows` is that M's borrow count.
+    /// a blocking call, and on a coroutine has just entered goro), `borrows` is that M's
+    /// borrow count, and `leave` its `outside` flag if it entered goro for this borrow.
     #[inline]
-    pub(crate) unsafe fn new(p: &'static P, borrows: &'m Cell<u32>) -> HeldP<'m> {
+    pub(crate) unsafe fn new(
+        p: &'static P,
+        borrows: &'m Cell<u32>,
+        leave: Option<&'m LoomAtomicBool>,
+    ) -> HeldP<'m> {
         #[cfg(debug_assertions)]
         borrows.set(borrows.get() + 1);
         #[cfg(not(debug_assertions))]
@@ -266,8 +471,16 @@ impl<'m> HeldP<'m> {
             p,
             #[cfg(debug_assertions)]
             borrows,
+            leave,
             _m: PhantomData,
         }
+    }
+
+    /// Ends the borrow without leaving goro (the caller hands the P on inside goro:
+    /// `enter_syscall`).
+    #[inline]
+    pub(crate) fn forget(mut self) {
+        self.leave = None;
     }
 
     pub(crate) fn p(&self) -> &'static P {
@@ -285,10 +498,14 @@ impl<'m> HeldP<'m> {
     }
 }
 
-#[cfg(debug_assertions)]
 impl Drop for HeldP<'_> {
+    #[inline]
     fn drop(&mut self) {
+        #[cfg(debug_assertions)]
         self.borrows.set(self.borrows.get() - 1);
+        if let Some(outside) = self.leave {
+            leave_goro(outside);
+        }
     }
 }
 

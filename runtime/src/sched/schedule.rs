@@ -32,6 +32,11 @@ pub(crate) fn m_loop(m: &'static M) {
     let r = catch_unwind(AssertUnwindSafe(|| loop {
         // An M bound to a pinned G runs nothing else (Go: schedule's lockedg check).
         let (g, inherit) = if m.locked_g().is_null() {
+            if !m.has_p() {
+                // Our P was taken while a coroutine ran (or lost in a blocking call):
+                // any idle P, else sleep until handed one (Go: exitsyscall0).
+                reacquire_or_stop(m);
+            }
             schedule(m)
         } else {
             (m.stoplockedm(), false)
@@ -380,19 +385,28 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     g.transition(GStatus::Runnable, GStatus::Running);
     loop {
         m.set_curg(Arc::as_ptr(&g));
+        m.shared.curg_id.store(g.id, Ordering::Relaxed); // Relaxed: for the dump
         overflow::set_running(&g.guard);
+        // Leave goro for the coroutine's user code, enter again when it comes back:
+        // meanwhile sysmon may take the P (the retake handshake, p.rs).
+        m.leave();
         // SAFETY: we own `g`, we are on the M's own stack, and `g` is published as
         // the current G. No catch_unwind here: its frame would sit between the switch
         // and this loop and cost a return misprediction per switch. Coroutine bodies
         // catch their own panics; anything else unwinds out of m_loop and is fatal.
         let r = unsafe { g.resume() };
+        // Still holding a P? (Lost if sysmon took it while the coroutine ran, or if a
+        // blocking call lost it; the coroutine may have got another one back.)
+        let held = m.enter();
         overflow::set_running(std::ptr::null());
         m.set_curg(std::ptr::null());
         match r {
             CoroutineResult::Yield(Request::Yield) => {
-                // The P may not be the one we started with: a blocking call may have
-                // swapped it.
-                let p = m.held_p("execute");
+                let Some(p) = m.p() else {
+                    // No P: the global queue (m_loop finds this M a P or parks it).
+                    requeue_without_p(g);
+                    return;
+                };
                 if g.pinned && runq_empty(p.p()) && rt.injector.is_empty() {
                     // Nothing else to run: spare the pinned G two hand-offs.
                     continue;
@@ -410,18 +424,18 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                     std::mem::forget(g);
                     return;
                 }
-                // Woken before it slept: run it again at once, same time slice.
+                // Woken before it slept: run it again at once, same time slice (or,
+                // without a P, queue it).
+                if !held {
+                    requeue_without_p(g);
+                    return;
+                }
             }
             CoroutineResult::Yield(Request::ExitSyscall) => {
                 // Back from a blocking call with no P: the global queue, and this M
-                // sleeps until it is handed one (Go: exitsyscall0).
-                g.transition(GStatus::Running, GStatus::Runnable);
-                publish_global(g);
-                wakep();
-                if m.locked_g().is_null() {
-                    m.stopm();
-                }
-                // A pinned G's M waits for it in m_loop's `stoplockedm` instead.
+                // sleeps until it is handed one (Go: exitsyscall0; m_loop does it, or,
+                // for a pinned G's M, waits for the G in `stoplockedm`).
+                requeue_without_p(g);
                 return;
             }
             CoroutineResult::Return(()) => {
@@ -433,16 +447,49 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                     m.set_locked_g(std::ptr::null());
                 }
                 rt.allgs.remove(&g);
-                let p = m.held_p("execute");
                 // SAFETY: owner, and the coroutine has returned.
-                if let Some(stack) = unsafe { g.take_stack() } {
-                    rt.stacks.put(Some(&p.local().stacks), stack);
+                let stack = unsafe { g.take_stack() };
+                match m.p() {
+                    Some(p) => {
+                        if let Some(stack) = stack {
+                            rt.stacks.put(Some(&p.local().stacks), stack);
+                        }
+                        p.add_gcount(-1);
+                    }
+                    None => {
+                        if let Some(stack) = stack {
+                            rt.stacks.put(None, stack);
+                        }
+                        // Relaxed: a count (see the field); the P's own count stays
+                        // with the P.
+                        rt.nextern_spawned.fetch_sub(1, Ordering::Relaxed);
+                    }
                 }
-                p.add_gcount(-1);
                 return;
             }
         }
     }
+}
+
+/// An M without a P takes an idle one, or parks until it is handed one.
+fn reacquire_or_stop(m: &'static M) {
+    let rt = rt();
+    let p = {
+        let mut s = rt.sched.lock();
+        pidleget_locked(&mut s, &rt.spinning)
+    };
+    match p {
+        Some(p) => m.acquirep(p),
+        None => m.stopm(),
+    }
+}
+
+/// A running G whose M has no P (it was taken while the G ran user code, or lost in a
+/// blocking call) goes to the global queue; `m_loop` then finds the M a P or parks it.
+fn requeue_without_p(g: GRef) {
+    g.transition(GStatus::Running, GStatus::Runnable);
+    publish_global(g);
+    wakep();
 }
 
 /// Binds a pinned `g` to `m` on its first run. Returns whether `m` is `g`'s M.

@@ -38,20 +38,23 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     }
     // SAFETY: the running G is alive while it runs.
     let g = unsafe { &*g };
-    {
-        let Some(p) = m.p() else { return f() };
-        // Relaxed: written only by the holder; sysmon compares successive values.
-        p.syscall_tick.store(
-            p.syscall_tick.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Relaxed,
-        );
-    }
+    // Entering goro here (M::p) also settles a retake sysmon may be attempting: the
+    // P is ours, or lost and we run `f` without one.
+    let Some(p) = m.p() else { return f() };
+    // Relaxed: written only by the holder; sysmon compares successive values.
+    p.syscall_tick.store(
+        p.syscall_tick.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
     g.set_wait_reason(WaitReason::BlockingCall);
     g.transition(GStatus::Running, GStatus::Syscall);
+    // Relaxed: an informational timestamp for the dump (see `G::wait_since`).
+    g.wait_since
+        .store(rt().coarse_now.load(Ordering::Relaxed), Ordering::Relaxed);
     // No switch happens inside `f` (it runs as a plain thread: see above), so `m` and
     // `g` are still this thread's M and G when it returns.
     m.set_curg(std::ptr::null());
-    m.enter_syscall();
+    m.enter_syscall(p);
     super::sysmon::note_blocking();
 
     struct Exit {
@@ -77,9 +80,10 @@ fn exit_syscall(m: &'static M, g: &G) {
     g.transition(GStatus::Syscall, GStatus::Running);
     g.set_wait_reason(WaitReason::None);
     let oldp = m.leave_syscall();
-    // Fast path: our P is still ours.
+    // Fast path: our P is still ours. Back to user code: leave goro.
     if oldp.cas_status(PStatus::Syscall, PStatus::Running) {
         m.reacquirep(oldp);
+        m.leave();
         return;
     }
     // Sysmon took it: any idle P will do.
@@ -90,6 +94,7 @@ fn exit_syscall(m: &'static M, g: &G) {
     };
     if let Some(p) = p {
         m.acquirep(p);
+        m.leave();
         return;
     }
     // None: queue ourselves and park this M (on its scheduler stack).

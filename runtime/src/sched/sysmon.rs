@@ -51,6 +51,18 @@ use crate::timers::nanotime;
 pub(crate) const RETAKE_AFTER_NS: i64 = 20_000;
 /// A coroutine running this long without a scheduling point is asked to yield.
 pub(crate) const PREEMPT_AFTER_NS: i64 = 10_000_000;
+/// A coroutine whose slice has lasted this long and that is outside goro (so it has
+/// not honoured the preempt request of `PREEMPT_AFTER_NS` within the 5 ms grace) loses
+/// its P anyway: its thread keeps running it, and the P runs the others. The grace
+/// lets a coroutine that makes a goro call now and then yield cooperatively, which
+/// costs no thread; it is short enough that a ticker beside a CPU loop stays within
+/// ~15 ms, under Go's 19 ms with signal-based preemption (docs/benchmarks.md).
+pub(crate) const RETAKE_CPU_NS: i64 = PREEMPT_AFTER_NS + 5_000_000;
+/// The longest gap between two samples of a running coroutine's CPU clock.
+const SAMPLE_GAP_MAX_NS: i64 = 1_000_000;
+/// While any coroutine runs, sysmon looks at least this often (a thread that blocks in
+/// the kernel without telling goro loses its P within about this long).
+const RETAKE_WATCH_NS: i64 = 2_000_000;
 /// sysmon polls the network if nobody has for this long.
 pub(crate) const NETPOLL_BACKSTOP_NS: i64 = 10_000_000;
 /// Shortest and longest sleep between rounds.
@@ -111,15 +123,17 @@ pub(crate) fn start() {
 }
 
 /// Set while sysmon sleeps [`LONG_SLEEP_NS`] or more between rounds: a blocking call
-/// that starts meanwhile pokes it (`note_blocking`), so that the call's P is retaken
-/// within ~20 µs rather than at the end of a 10 ms back-off. One poke per long sleep,
-/// not per call. Set and cleared by sysmon around the sleep; swapped back to false by
-/// the one blocking call that pokes.
+/// that starts meanwhile, or a P that starts running (whose coroutine may block in
+/// the kernel without telling goro), pokes it (`note_blocking`), so that the P is
+/// retaken within ~20 µs rather than at the end of a 10 ms back-off. One poke per long
+/// sleep, not per call. Set and cleared by sysmon around the sleep; swapped back to
+/// false by the one caller that pokes.
 static LONG_SLEEP: AtomicBool = AtomicBool::new(false);
 /// See [`LONG_SLEEP`].
 const LONG_SLEEP_NS: i64 = 1_000_000;
 
-/// A blocking call began: shortens sysmon's sleep if it is a long one.
+/// A blocking call began, or a P started running: shortens sysmon's sleep if it is a
+/// long one.
 #[inline]
 pub(crate) fn note_blocking() {
     // Relaxed load, AcqRel swap: only one caller pokes per long sleep; the poke's
@@ -180,6 +194,17 @@ struct Seen {
     syscall_when: i64,
     sched_tick: u32,
     sched_when: i64,
+    /// The P's retake epoch (its holder) when the slice below began.
+    epoch: u64,
+    /// When the P's tick last moved or it changed hands (the running coroutine's slice
+    /// began).
+    slice_since: i64,
+    /// The holder's CPU time at the last sample where it had moved, and when.
+    cpu: Option<(i64, i64)>,
+    /// When to sample the holder's CPU clock next, and the gap after that (doubling
+    /// from `RETAKE_AFTER_NS` to `SAMPLE_GAP_MAX_NS` while the holder computes).
+    next_sample: i64,
+    sample_gap: i64,
 }
 
 fn run() {
@@ -271,7 +296,7 @@ fn run() {
         if !all_idle {
             deadlock_since = None;
         }
-        let (retook, preempting) = retake(rt, now, procs, &mut seen);
+        let (retook, preempting, watch) = retake(rt, now, procs, &mut seen);
         if rt.netpoll.has_waiters()
             && !rt.netpoll.busy()
             && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS
@@ -295,6 +320,11 @@ fn run() {
             // rounds (Go does not count preemption as activity either): a CPU-bound
             // program would otherwise wake sysmon thousands of times a second.
             d = d.min(PREEMPT_POLL_NS);
+        }
+        if let Some(w) = watch {
+            // A coroutine runs user code on some P: look at it again in time to notice
+            // a thread blocked in the kernel within a couple of milliseconds.
+            d = d.min(w.max(SLEEP_MIN_NS));
         }
         if let Some(t) = next_trace {
             d = d.min((t - nanotime()).max(0));
@@ -400,9 +430,10 @@ fn sleep(ns: Option<i64>) -> bool {
 
 /// Retakes Ps stuck in blocking calls and flags long-running coroutines. Returns
 /// whether it retook a P, and whether a P's preempt flag is (still) set.
-fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, bool) {
+fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, bool, Option<i64>) {
     let mut acted = false;
     let mut any_preempt = false;
+    let mut watch: Option<i64> = None;
     for (id, s) in seen.iter_mut().enumerate().take(procs) {
         let p = rt.p(id);
         match p.status() {
@@ -433,14 +464,30 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                 // Relaxed: the tick and the preempt flag are hints (Go's schedtick and preempt are
                 // plain fields); a stale tick delays a preemption by one sysmon round.
                 let t = p.tick_pub.load(Ordering::Relaxed);
-                if t != s.sched_tick {
+                // A new holder (a retake's hand-off, or any acquire) starts a slice of
+                // its own, even if it runs on an inherited one (`runnext`): it must not
+                // be judged by its predecessor's run.
+                let epoch = p.retake.epoch();
+                if t != s.sched_tick || epoch != s.epoch {
                     s.sched_tick = t;
+                    s.epoch = epoch;
                     s.sched_when = now;
+                    s.slice_since = now;
+                    s.cpu = None;
+                    s.next_sample = now + RETAKE_AFTER_NS;
+                    s.sample_gap = RETAKE_AFTER_NS;
                 } else if now - s.sched_when >= PREEMPT_AFTER_NS {
                     // Relaxed: a hint, as above.
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
                 }
+                if now >= s.next_sample && retake_running(p, s, t, now) {
+                    acted = true;
+                    continue;
+                }
+                // Look again at the next sample, and at least every RETAKE_WATCH_NS.
+                let w = (s.next_sample - now).clamp(0, RETAKE_WATCH_NS);
+                watch = Some(watch.map_or(w, |x| x.min(w)));
                 any_preempt |= p.preempt.load(Ordering::Relaxed); // Relaxed: a hint
             }
             _ => {}
@@ -448,7 +495,70 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
     }
     // Relaxed: a hint (see `PREEMPT_ANY`).
     PREEMPT_ANY.store(any_preempt, Ordering::Relaxed);
-    (acted, any_preempt)
+    (acted, any_preempt, watch)
+}
+
+/// Looks at a running P whose slice has lasted past `RETAKE_AFTER_NS` (tick `t`, held
+/// with `s.epoch` since `s.slice_since`): if
+/// its holder is outside goro and its thread has not used the CPU since the last
+/// sample (blocked in the kernel: a sleep, a futex, a socket, a disk, foreign code), or
+/// has run user code for `RETAKE_CPU_NS` without honouring the preempt request, takes
+/// the P and hands it to another M (see "the retake handshake" in `p.rs`). Returns
+/// whether it did.
+fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64) -> bool {
+    let Some((_, owner)) = p.owner.lock().clone() else {
+        return false;
+    };
+    // Relaxed: a hint for whether to sample; the handshake below decides.
+    if !owner.outside.load(Ordering::Relaxed) {
+        s.cpu = None; // inside goro now: it will schedule or park soon
+        s.next_sample = now + RETAKE_AFTER_NS;
+        return false;
+    }
+    let cpu = owner.cpu_ns();
+    let blocked = matches!((s.cpu, cpu), (Some((c, at)), Some(n)) if n == c && now - at >= RETAKE_AFTER_NS)
+        && owner.sleeping_in_kernel();
+    let ignores_preempt = now - s.slice_since >= RETAKE_CPU_NS;
+    if blocked || ignores_preempt {
+        let unchanged =
+            || p.tick_pub.load(Ordering::Relaxed) == t && p.status() == PStatus::Running;
+        // The holder of the epoch requested (not necessarily `owner`, sampled above).
+        let mut taken_from = None;
+        let holder = |epoch| match &*p.owner.lock() {
+            Some((e, m)) if *e == epoch && epoch == s.epoch => {
+                taken_from = Some(m.clone());
+                Some(super::m::OutsideOf(m.clone()))
+            }
+            _ => None,
+        };
+        if super::p::try_retake(&p.retake, holder, unchanged) {
+            // The P is ours: hand it on (the holder learns at its next goro call).
+            if let Some(m) = taken_from {
+                let why = if blocked {
+                    super::m::LOST_BLOCKED
+                } else {
+                    super::m::LOST_COMPUTING
+                };
+                // Relaxed: for the dump.
+                m.lost_p_why.store(why, Ordering::Relaxed);
+                m.lost_p_at.store(now, Ordering::Relaxed);
+            }
+            p.transition(PStatus::Running, PStatus::Idle, Ordering::Relaxed);
+            super::schedule::handoffp(p);
+            return true;
+        }
+    }
+    match cpu {
+        Some(n) if s.cpu.map(|(c, _)| c) != Some(n) => {
+            // It computes (or this is the first sample): sample less often.
+            s.cpu = Some((n, now));
+            s.sample_gap = (s.sample_gap * 2).min(SAMPLE_GAP_MAX_NS);
+        }
+        Some(_) => {}
+        None => s.cpu = None,
+    }
+    s.next_sample = now + s.sample_gap;
+    false
 }
 
 /// Whether nothing can ever wake anything (see "deadlock").
