@@ -297,7 +297,7 @@ impl M {
         // hint, as everywhere.
         p.preempt.store(false, Ordering::Relaxed);
         super::sysmon::wake_if_asleep();
-        super::sysmon::note_blocking();
+        super::sysmon::note_running();
     }
 
     /// Takes back `p`, the P this M held before a blocking call, after winning it back

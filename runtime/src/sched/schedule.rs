@@ -170,6 +170,13 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
                     if readied > 0 {
                         wakep();
                     }
+                    if timers::due_within(crate::netpoll::MAX_EARLY_NS) {
+                        // Woken for a timer (the poller wakes up to MAX_EARLY_NS early)
+                        // that no free P will run: every P is held, and a holder may be
+                        // stuck in the kernel without telling goro. Have sysmon watch
+                        // closely now rather than look at its next round.
+                        super::sysmon::note_stuck_timer();
+                    }
                     m.stopm();
                 }
             }

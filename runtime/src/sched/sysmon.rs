@@ -37,7 +37,7 @@
 
 use std::io::Write;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use super::g::GStatus;
@@ -52,17 +52,23 @@ pub(crate) const RETAKE_AFTER_NS: i64 = 20_000;
 /// A coroutine running this long without a scheduling point is asked to yield.
 pub(crate) const PREEMPT_AFTER_NS: i64 = 10_000_000;
 /// A coroutine whose slice has lasted this long and that is outside goro (so it has
-/// not honoured the preempt request of `PREEMPT_AFTER_NS` within the 5 ms grace) loses
+/// not honoured the preempt request of `PREEMPT_AFTER_NS` within the 2 ms grace) loses
 /// its P anyway: its thread keeps running it, and the P runs the others. The grace
-/// lets a coroutine that makes a goro call now and then yield cooperatively, which
-/// costs no thread; it is short enough that a ticker beside a CPU loop stays within
-/// ~15 ms, under Go's 19 ms with signal-based preemption (docs/benchmarks.md).
-pub(crate) const RETAKE_CPU_NS: i64 = PREEMPT_AFTER_NS + 5_000_000;
-/// The longest gap between two samples of a running coroutine's CPU clock.
-const SAMPLE_GAP_MAX_NS: i64 = 1_000_000;
-/// While any coroutine runs, sysmon looks at least this often (a thread that blocks in
-/// the kernel without telling goro loses its P within about this long).
-const RETAKE_WATCH_NS: i64 = 2_000_000;
+/// (two sysmon rounds while it computes) lets a coroutine that makes a goro call every
+/// millisecond or so yield cooperatively, which costs no thread; it is short enough
+/// that a ticker beside a CPU loop is about as late as Go's beside a loop Go preempts
+/// with a signal (docs/benchmarks.md, "Blocking code without wrappers").
+pub(crate) const RETAKE_CPU_NS: i64 = PREEMPT_AFTER_NS + 2_000_000;
+/// While any coroutine runs, sysmon looks at least this often: a thread that blocks in
+/// the kernel without telling goro loses its P within about this long (plus a second
+/// sample of its CPU clock, `RETAKE_AFTER_NS` later), or sooner if a timer falls due
+/// behind it (`note_stuck_timer`). The price is this many sysmon rounds per second on a
+/// busy program, ~1.3% of a core here (Go's sysmon backs off to 10 ms there, and relies
+/// on every system call passing through `entersyscall`).
+const RETAKE_WATCH_NS: i64 = 1_000_000;
+/// How long sysmon keeps watching (rounds at most `RETAKE_WATCH_NS` apart) after the
+/// last round that saw a P running.
+const WATCH_LINGER_NS: i64 = 10_000_000;
 /// sysmon polls the network if nobody has for this long.
 pub(crate) const NETPOLL_BACKSTOP_NS: i64 = 10_000_000;
 /// Shortest and longest sleep between rounds.
@@ -122,24 +128,50 @@ pub(crate) fn start() {
     });
 }
 
-/// Set while sysmon sleeps [`LONG_SLEEP_NS`] or more between rounds: a blocking call
-/// that starts meanwhile, or a P that starts running (whose coroutine may block in
-/// the kernel without telling goro), pokes it (`note_blocking`), so that the P is
-/// retaken within ~20 µs rather than at the end of a 10 ms back-off. One poke per long
-/// sleep, not per call. Set and cleared by sysmon around the sleep; swapped back to
-/// false by the one caller that pokes.
-static LONG_SLEEP: AtomicBool = AtomicBool::new(false);
-/// See [`LONG_SLEEP`].
+/// How sysmon sleeps now, for the callers that may want it sooner: `AWAKE` (a short
+/// sleep, or none), `LONG` (at least [`LONG_SLEEP_NS`], though it watches a running P:
+/// it looks again within [`RETAKE_WATCH_NS`]), `UNWATCHED` (long, and no P was running
+/// when it went to sleep). A blocking call that starts during a long sleep pokes sysmon
+/// (`note_blocking`), so that its P is retaken within ~20 µs rather than at the end of
+/// the sleep; a P that starts running during an unwatched one pokes it too
+/// (`note_running`: its coroutine may block in the kernel without telling goro). One
+/// poke per sleep, not per call. Set and cleared by sysmon around the sleep; swapped
+/// back to `AWAKE` by the one caller that pokes.
+static SLEEP_KIND: AtomicU8 = AtomicU8::new(AWAKE);
+const AWAKE: u8 = 0;
+const LONG: u8 = 1;
+const UNWATCHED: u8 = 2;
+/// See [`SLEEP_KIND`].
 const LONG_SLEEP_NS: i64 = 1_000_000;
 
-/// A blocking call began, or a P started running: shortens sysmon's sleep if it is a
-/// long one.
+/// A blocking call began: shortens sysmon's sleep if it is a long one.
 #[inline]
 pub(crate) fn note_blocking() {
-    // Relaxed load, AcqRel swap: only one caller pokes per long sleep; the poke's
-    // write(2) and read(2) order everything else.
-    if LONG_SLEEP.load(Ordering::Relaxed) && LONG_SLEEP.swap(false, Ordering::AcqRel) {
-        poke(b'B');
+    poke_if_asleep(LONG);
+}
+
+/// A P started running: shortens sysmon's sleep if it watches no P.
+#[inline]
+pub(crate) fn note_running() {
+    poke_if_asleep(UNWATCHED);
+}
+
+/// An M woke for a due timer and found every P held: pokes sysmon, which then watches
+/// closely (a timer stuck behind a P whose holder sits in the kernel is what its next
+/// round would find only later). Rare: only the M in the poller gets here, once per
+/// wait there.
+pub(crate) fn note_stuck_timer() {
+    poke(b'B');
+}
+
+#[inline]
+fn poke_if_asleep(at_least: u8) {
+    // Relaxed load, AcqRel swap: only one caller pokes per sleep; the poke's write(2)
+    // and read(2) order everything else.
+    if SLEEP_KIND.load(Ordering::Relaxed) >= at_least
+        && SLEEP_KIND.swap(AWAKE, Ordering::AcqRel) >= at_least
+    {
+        poke(if at_least == UNWATCHED { b'R' } else { b'B' });
     }
 }
 
@@ -199,12 +231,11 @@ struct Seen {
     /// When the P's tick last moved or it changed hands (the running coroutine's slice
     /// began).
     slice_since: i64,
-    /// The holder's CPU time at the last sample where it had moved, and when.
+    /// The holder's CPU time at the last sample, and when it was taken.
     cpu: Option<(i64, i64)>,
-    /// When to sample the holder's CPU clock next, and the gap after that (doubling
-    /// from `RETAKE_AFTER_NS` to `SAMPLE_GAP_MAX_NS` while the holder computes).
-    next_sample: i64,
-    sample_gap: i64,
+    /// A second look wanted soon (the holder's thread did not use the CPU all the time
+    /// since the last sample: it may be blocked), else at the next round.
+    resample_at: Option<i64>,
 }
 
 fn run() {
@@ -217,6 +248,7 @@ fn run() {
     let start = nanotime();
     let mut next_trace = trace_ms.map(|ms| start + ms as i64 * 1_000_000);
     let mut seen = vec![Seen::default(); super::MAX_PROCS];
+    let mut last_watched = i64::MIN / 2;
     let mut delay = SLEEP_MIN_NS;
     let mut quiet = 0u32;
     let mut deadlock_since: Option<(i64, u64)> = None;
@@ -286,7 +318,7 @@ fn run() {
             if poked {
                 // A P runs again. Back to rounds, but not 20 µs ones: nothing is known
                 // to need them (a blocking call pokes sysmon out of a sleep this long;
-                // see LONG_SLEEP).
+                // see SLEEP_KIND).
                 was_idle = false;
                 delay = LONG_SLEEP_NS;
                 quiet = QUIET_ROUNDS;
@@ -296,7 +328,14 @@ fn run() {
         if !all_idle {
             deadlock_since = None;
         }
-        let (retook, preempting, watch) = retake(rt, now, procs, &mut seen);
+        let (retook, preempting, mut watch) = retake(rt, now, procs, &mut seen);
+        if watch.is_some() {
+            last_watched = now;
+        } else if now - last_watched < WATCH_LINGER_NS {
+            // No P runs at this instant, but one did lately: keep watching rather than
+            // have the next acquirep poke us (a ping-pong would, at every round).
+            watch = Some(RETAKE_WATCH_NS);
+        }
         if rt.netpoll.has_waiters()
             && !rt.netpoll.busy()
             && now - rt.netpoll.last_poll() > NETPOLL_BACKSTOP_NS
@@ -331,9 +370,10 @@ fn run() {
         }
         let long = d >= LONG_SLEEP_NS;
         if long {
-            // Relaxed: a hint; a blocking call that misses it is retaken after this
-            // sleep, as if LONG_SLEEP did not exist.
-            LONG_SLEEP.store(true, Ordering::Relaxed);
+            // Relaxed: a hint; a caller that misses it is looked at after this sleep,
+            // as if SLEEP_KIND did not exist.
+            let kind = if watch.is_some() { LONG } else { UNWATCHED };
+            SLEEP_KIND.store(kind, Ordering::Relaxed);
         }
         if sleep(Some(d)) {
             // Poked by a blocking call: watch it closely.
@@ -341,8 +381,8 @@ fn run() {
             delay = SLEEP_MIN_NS;
         }
         if long {
-            // Relaxed: a call that still reads `true` writes one needless byte.
-            LONG_SLEEP.store(false, Ordering::Relaxed);
+            // Relaxed: a caller that still reads the old kind writes one needless byte.
+            SLEEP_KIND.store(AWAKE, Ordering::Relaxed);
         }
     }
 }
@@ -423,7 +463,8 @@ fn sleep(ns: Option<i64>) -> bool {
             let _ = writeln!(err, "SIGQUIT: quit\n\n{}", super::dump::dump());
             std::process::exit(2);
         }
-        return got > 0;
+        // A P that merely started running ('R') asks for a look, not for close watch.
+        return got > 0 && buf[..got as usize].iter().any(|&b| b != b'R');
     }
     false
 }
@@ -468,25 +509,33 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                 // its own, even if it runs on an inherited one (`runnext`): it must not
                 // be judged by its predecessor's run.
                 let epoch = p.retake.epoch();
-                if t != s.sched_tick || epoch != s.epoch {
+                let fresh = t != s.sched_tick || epoch != s.epoch;
+                if fresh {
+                    // It schedules (or changed hands): a new slice. Its first sample
+                    // is taken below, with no hurry for a second (rounds stay
+                    // RETAKE_WATCH_NS apart, so a busy program costs sysmon no more).
                     s.sched_tick = t;
                     s.epoch = epoch;
                     s.sched_when = now;
                     s.slice_since = now;
                     s.cpu = None;
-                    s.next_sample = now + RETAKE_AFTER_NS;
-                    s.sample_gap = RETAKE_AFTER_NS;
+                    s.resample_at = None;
                 } else if now - s.sched_when >= PREEMPT_AFTER_NS {
                     // Relaxed: a hint, as above.
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
                 }
-                if now >= s.next_sample && retake_running(p, s, t, now) {
+                let due = fresh || s.resample_at.is_none_or(|at| now >= at);
+                if due && retake_running(p, s, t, now, fresh) {
                     acted = true;
                     continue;
                 }
-                // Look again at the next sample, and at least every RETAKE_WATCH_NS.
-                let w = (s.next_sample - now).clamp(0, RETAKE_WATCH_NS);
+                // Look again at the second look if one is wanted, and at least every
+                // RETAKE_WATCH_NS.
+                let w = match s.resample_at {
+                    Some(at) => (at - now).clamp(0, RETAKE_WATCH_NS),
+                    None => RETAKE_WATCH_NS,
+                };
                 watch = Some(watch.map_or(w, |x| x.min(w)));
                 any_preempt |= p.preempt.load(Ordering::Relaxed); // Relaxed: a hint
             }
@@ -498,26 +547,40 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
     (acted, any_preempt, watch)
 }
 
-/// Looks at a running P whose slice has lasted past `RETAKE_AFTER_NS` (tick `t`, held
-/// with `s.epoch` since `s.slice_since`): if
-/// its holder is outside goro and its thread has not used the CPU since the last
-/// sample (blocked in the kernel: a sleep, a futex, a socket, a disk, foreign code), or
+/// Looks at a running P (tick `t`, held with `s.epoch` since `s.slice_since`; `fresh`:
+/// sysmon sees this slice for the first time, and only takes a first sample): if its
+/// holder is outside goro and its thread has not used the CPU since the last sample
+/// (blocked in the kernel: a sleep, a futex, a socket, a disk, foreign code), or
 /// has run user code for `RETAKE_CPU_NS` without honouring the preempt request, takes
 /// the P and hands it to another M (see "the retake handshake" in `p.rs`). Returns
 /// whether it did.
-fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64) -> bool {
+fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh: bool) -> bool {
     let Some((_, owner)) = p.owner.lock().clone() else {
         return false;
     };
     // Relaxed: a hint for whether to sample; the handshake below decides.
     if !owner.outside.load(Ordering::Relaxed) {
-        s.cpu = None; // inside goro now: it will schedule or park soon
-        s.next_sample = now + RETAKE_AFTER_NS;
+        // Inside goro now (looking for work, or a goro call that does not schedule): it
+        // will schedule or park soon. Look again at the next round.
+        s.cpu = None;
+        s.resample_at = None;
         return false;
     }
     let cpu = owner.cpu_ns();
-    let blocked = matches!((s.cpu, cpu), (Some((c, at)), Some(n)) if n == c && now - at >= RETAKE_AFTER_NS)
-        && owner.sleeping_in_kernel();
+    // The thread's CPU time since the last sample, and the time that has passed.
+    let since = match (s.cpu, cpu) {
+        (Some((c, at)), Some(n)) => Some((n - c, now - at)),
+        _ => None,
+    };
+    // Stood still past RETAKE_AFTER_NS, and not merely waiting for a CPU.
+    let mut runnable = false;
+    let blocked = match since {
+        Some((0, elapsed)) if elapsed >= RETAKE_AFTER_NS => {
+            runnable = !owner.sleeping_in_kernel();
+            !runnable
+        }
+        _ => false,
+    };
     let ignores_preempt = now - s.slice_since >= RETAKE_CPU_NS;
     if blocked || ignores_preempt {
         let unchanged =
@@ -548,16 +611,19 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64) -> bo
             return true;
         }
     }
-    match cpu {
-        Some(n) if s.cpu.map(|(c, _)| c) != Some(n) => {
-            // It computes (or this is the first sample): sample less often.
-            s.cpu = Some((n, now));
-            s.sample_gap = (s.sample_gap * 2).min(SAMPLE_GAP_MAX_NS);
+    // A second look RETAKE_AFTER_NS from now after a first sample, or if the thread
+    // did not use the CPU all the time since the last one (it may have blocked since);
+    // else at the next round. A thread found runnable waits for a CPU: no hurry, or
+    // sysmon would spin beside an oversubscribed machine.
+    s.resample_at = match (cpu, since) {
+        _ if fresh => None,
+        (Some(_), None) => Some(now + RETAKE_AFTER_NS),
+        (Some(_), Some((used, elapsed))) if !runnable && used < elapsed / 10 * 9 => {
+            Some(now + RETAKE_AFTER_NS)
         }
-        Some(_) => {}
-        None => s.cpu = None,
-    }
-    s.next_sample = now + s.sample_gap;
+        _ => None,
+    };
+    s.cpu = cpu.map(|n| (n, now));
     false
 }
 

@@ -1,0 +1,3 @@
+module goro-blockfree
+
+go 1.19
