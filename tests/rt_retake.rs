@@ -44,7 +44,45 @@ fn serial() -> MutexGuard<'static, ()> {
 #[test]
 fn under_maxprocs_1_and_2() {
     let _s = serial();
-    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &["without_membarrier"]);
+}
+
+/// The handshake's fallback (`GORO_MEMBARRIER=off`: a SeqCst fence on every entry into
+/// goro instead of the kernel's barrier) retakes the same, and the dump says so. One
+/// P, the scenarios that block in the kernel and the CPU loop.
+#[test]
+fn without_membarrier() {
+    let _s = serial();
+    if common::nested() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env(common::NESTED_ENV, "1")
+        .env("GORO_MAXPROCS", "1")
+        .env("GORO_MEMBARRIER", "off")
+        .env("RUST_BACKTRACE", "0")
+        .args([
+            "--test-threads=1",
+            "std_",
+            "libc_",
+            "cpu_loop",
+            "dump_",
+            "pinned",
+        ]);
+    let out = with_timeout(Duration::from_secs(300), move || {
+        cmd.output().expect("spawn")
+    });
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "tests failed with GORO_MEMBARRIER=off:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("dump_shows_a_coroutine_that_lost_its_p ... ok"),
+        "{stdout}"
+    );
 }
 
 /// A coroutine sleeping 1 ms in a loop, recording its worst lateness, until stopped
@@ -467,7 +505,15 @@ fn dump_shows_a_coroutine_that_lost_its_p() {
             dump.contains(&want),
             "no line {want:?} in the dump:\n{dump}"
         );
-        assert!(dump.contains("retake barrier: "), "{dump}");
+        let barrier = if std::env::var("GORO_MEMBARRIER").as_deref() == Ok("off") {
+            "retake barrier: SeqCst fence"
+        } else {
+            "retake barrier: " // membarrier here; the fence where the kernel refuses it
+        };
+        assert!(
+            dump.contains(barrier),
+            "no {barrier:?} in the dump:\n{dump}"
+        );
         // And once it is back in goro, it is an ordinary coroutine again.
         let after = goro::debug::dump();
         assert!(!after.contains("P retaken"), "{after}");

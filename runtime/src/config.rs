@@ -17,6 +17,9 @@
 //!   process stops with a message naming the cause and the setting. Threads blocked in
 //!   calls that have lost their P (`blocking`) count, so a runaway of blocked calls
 //!   ends in a clear error, not in the kernel's thread limit.
+//! - `GORO_MEMBARRIER=off`: do not register for `membarrier`'s expedited barrier, so
+//!   the retake handshake uses its fallback, a SeqCst fence on every entry into goro
+//!   (for testing the fallback; `on`, the default, registers).
 //!
 //! A value that does not parse stops the program with a message naming the variable:
 //! a typo in a tuning knob should not silently fall back to a default.
@@ -40,6 +43,7 @@ pub(crate) struct Config {
     pub(crate) deadlock_check: bool,
     pub(crate) idle_m_exit_ms: u64,
     pub(crate) max_threads: usize,
+    pub(crate) membarrier: bool,
 }
 
 impl Config {
@@ -72,7 +76,12 @@ impl Config {
             Ok(v) => parse_max_threads(&v).unwrap_or_else(|e| panic!("GORO_MAX_THREADS: {e}")),
             Err(_) => DEFAULT_MAX_THREADS,
         };
+        let membarrier = match std::env::var("GORO_MEMBARRIER") {
+            Ok(v) => parse_on_off(&v).unwrap_or_else(|e| panic!("GORO_MEMBARRIER: {e}")),
+            Err(_) => true,
+        };
         Config {
+            membarrier,
             maxprocs,
             stack_usable,
             schedtrace_ms,
@@ -90,6 +99,15 @@ pub(crate) fn parse_millis(s: &str) -> Result<u64, String> {
         _ => Err(format!(
             "must be a whole number of milliseconds, at least 1, got {s:?}"
         )),
+    }
+}
+
+/// `on` or `off`.
+pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("must be `on` or `off`, got {s:?}")),
     }
 }
 
@@ -171,6 +189,9 @@ mod tests {
         assert_eq!(parse_deadlock("ignore"), Ok(false));
         assert_eq!(parse_deadlock("detect"), Ok(true));
         assert!(parse_deadlock("off").is_err());
+        assert_eq!(parse_on_off(" off "), Ok(false));
+        assert_eq!(parse_on_off("on"), Ok(true));
+        assert!(parse_on_off("0").is_err());
     }
 
     #[test]

@@ -11,20 +11,27 @@
 //! fences (loom cannot model the kernel's barrier; a fence on each side is what it
 //! stands for).
 
-use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
 
 /// `MEMBARRIER_CMD_PRIVATE_EXPEDITED` and its registration (not in the libc crate).
 #[cfg_attr(loom, allow(dead_code))]
 const CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
 const CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
-/// Whether the expedited barrier is registered (set once, at the runtime's start).
-static EXPEDITED: OnceLock<bool> = OnceLock::new();
+/// Whether the expedited barrier is registered: set once, by `init`, before the
+/// runtime starts its first M (a plain flag, read on every goro call: a `OnceLock`'s
+/// state check cost the yield path ten instructions).
+static EXPEDITED: AtomicBool = AtomicBool::new(false);
+static INIT: Once = Once::new();
 
-/// Registers this process for expedited barriers, once. Returns whether it worked.
-pub(crate) fn init() -> bool {
-    *EXPEDITED.get_or_init(|| {
+/// Registers this process for expedited barriers, once, unless `register` is false
+/// (`GORO_MEMBARRIER=off`). Returns whether the expedited barrier is in use.
+pub(crate) fn init(register: bool) -> bool {
+    INIT.call_once(|| {
+        if !register {
+            return;
+        }
         // SAFETY: membarrier takes a command and flags; registration has no other
         // effect on the process.
         let r = unsafe {
@@ -35,23 +42,32 @@ pub(crate) fn init() -> bool {
                 0 as libc::c_long,
             )
         };
-        r == 0
-    })
+        // Relaxed: published to the Ms by the spawn of their threads, which happens
+        // after `init` (the runtime's initialisation), and to sysmon the same way.
+        EXPEDITED.store(r == 0, Ordering::Relaxed);
+    });
+    expedited()
 }
 
 /// Whether the fast path pays only a compiler fence (for the dump).
 #[cfg_attr(loom, allow(dead_code))]
+#[inline(always)]
 pub(crate) fn expedited() -> bool {
-    EXPEDITED.get().copied().unwrap_or(false)
+    // Relaxed: see the store in `init`.
+    EXPEDITED.load(Ordering::Relaxed)
 }
 
-/// The M's side, between its store and its load.
+/// The M's side, between its store and its load; `expedited` is [`expedited`], read
+/// by the caller where it is cheapest.
 #[inline(always)]
-pub(crate) fn m_side() {
+pub(crate) fn m_side(expedited: bool) {
     #[cfg(loom)]
-    crate::loom::fence(Ordering::SeqCst);
+    {
+        let _ = expedited;
+        crate::loom::fence(Ordering::SeqCst);
+    }
     #[cfg(not(loom))]
-    if expedited() {
+    if expedited {
         // The kernel's barrier (sysmon's side) orders our store and load when it
         // matters; only the compiler must not reorder them.
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
@@ -94,9 +110,9 @@ mod tests {
     #[test]
     fn registers_and_barriers() {
         // On this project's kernels registration works; elsewhere the fallback is used.
-        let ok = super::init();
+        let ok = super::init(true);
         assert_eq!(super::expedited(), ok);
-        super::m_side();
+        super::m_side(super::expedited());
         super::sysmon_side();
     }
 }

@@ -12,14 +12,17 @@
 
 use goro_runtime::__loom::{enter_goro, leave_goro, try_retake, RetakeWord};
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::AtomicBool;
+use loom::sync::atomic::AtomicU64;
 use loom::sync::Arc;
 use loom::thread;
+
+/// The id a holder leaves goro with (any coroutine id: not 0).
+const G: u64 = 7;
 
 struct P {
     retake: RetakeWord,
     /// The holder's flag (in the runtime it lives on the M).
-    outside: AtomicBool,
+    outside: AtomicU64,
     /// Stands for the P's local state.
     local: UnsafeCell<u32>,
 }
@@ -37,7 +40,7 @@ impl P {
 fn new_p() -> (Arc<P>, u64) {
     let p = Arc::new(P {
         retake: RetakeWord::new(),
-        outside: AtomicBool::new(false),
+        outside: AtomicU64::new(0),
         local: UnsafeCell::new(0),
     });
     let epoch = p.retake.acquire();
@@ -64,9 +67,9 @@ fn one_owner_after_a_race() {
             })
         };
         p.touch();
-        leave_goro(&p.outside);
+        leave_goro(&p.outside, G);
         // ... user code ...
-        let held = enter_goro(&p.outside, &p.retake, epoch);
+        let held = enter_goro(&p.outside, &p.retake, RetakeWord::held_word(epoch), true);
         if held {
             p.touch();
         }
@@ -90,7 +93,12 @@ fn inside_is_never_taken() {
             let p = p.clone();
             thread::spawn(move || try_retake(&p.retake, |_| Some(&p.outside), || true))
         };
-        assert!(enter_goro(&p.outside, &p.retake, epoch));
+        assert!(enter_goro(
+            &p.outside,
+            &p.retake,
+            RetakeWord::held_word(epoch),
+            true
+        ));
         p.touch();
         assert!(!sysmon.join().unwrap(), "taken from a holder inside goro");
     });
@@ -101,7 +109,7 @@ fn inside_is_never_taken() {
 fn the_old_holder_stays_lost() {
     loom::model(|| {
         let (p, epoch) = new_p();
-        leave_goro(&p.outside);
+        leave_goro(&p.outside, G);
         assert!(try_retake(&p.retake, |_| Some(&p.outside), || true));
         let newer = {
             let p = p.clone();
@@ -112,7 +120,7 @@ fn the_old_holder_stays_lost() {
             })
         };
         assert!(
-            !enter_goro(&p.outside, &p.retake, epoch),
+            !enter_goro(&p.outside, &p.retake, RetakeWord::held_word(epoch), true),
             "the old holder came back"
         );
         assert_ne!(newer.join().unwrap(), epoch);
@@ -137,8 +145,8 @@ fn without_the_m_side_fence_two_owners() {
                 taken
             })
         };
-        leave_goro(&p.outside);
-        p.outside.store(false, Ordering::Relaxed); // enter_goro without the fence
+        leave_goro(&p.outside, G);
+        p.outside.store(0, Ordering::Relaxed); // enter_goro without the fence
         let held = p.retake.enter(epoch);
         if held {
             p.touch();
@@ -150,7 +158,7 @@ fn without_the_m_side_fence_two_owners() {
 
 /// sysmon looks up the holder of the epoch it requested (`P::owner`, set under its
 /// lock with the epoch): after the P changed hands, the new holder is judged by its own
-/// `outside` flag, not by the old holder's (still `true`), and races sysmon as any
+/// `outside` word, not by the old holder's (still outside), and races sysmon as any
 /// holder does.
 #[test]
 fn a_new_holder_is_judged_by_its_own_flag() {
@@ -158,10 +166,10 @@ fn a_new_holder_is_judged_by_its_own_flag() {
     loom::model(|| {
         let p = Arc::new(P {
             retake: RetakeWord::new(),
-            outside: AtomicBool::new(true), // the old holder's flag: it left goro
+            outside: AtomicU64::new(G), // the old holder's word: it left goro
             local: UnsafeCell::new(0),
         });
-        let new_outside = Arc::new(AtomicBool::new(false));
+        let new_outside = Arc::new(AtomicU64::new(0));
         let owner = Arc::new(Mutex::new((p.retake.acquire(), 0usize)));
         // sysmon took the P from the old holder and handed it to a new one.
         assert!(try_retake(&p.retake, |_| Some(&p.outside), || true));
@@ -191,8 +199,8 @@ fn a_new_holder_is_judged_by_its_own_flag() {
         };
         // The new holder works inside goro, leaves, comes back.
         p.touch();
-        leave_goro(&new_outside);
-        let held = enter_goro(&new_outside, &p.retake, epoch);
+        leave_goro(&new_outside, G);
+        let held = enter_goro(&new_outside, &p.retake, RetakeWord::held_word(epoch), true);
         if held {
             p.touch();
         }

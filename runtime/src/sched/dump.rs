@@ -34,7 +34,7 @@ pub(crate) fn dump() -> String {
         let at = m.lost_p_at.load(Ordering::Relaxed);
         if at != 0 {
             let why = m.lost_p_why.load(Ordering::Relaxed);
-            outside.insert(m.curg_id.load(Ordering::Relaxed), (why, at));
+            outside.insert(m.outside.load(Ordering::Relaxed), (why, at));
         }
     }
     let mut entries = Vec::new();

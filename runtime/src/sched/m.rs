@@ -1,7 +1,7 @@
 //! M: an OS thread that runs coroutines while it holds a P.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
@@ -36,8 +36,11 @@ pub(crate) struct M {
     pub(crate) poll_batch: Cell<Vec<GRef>>,
     /// The pinned coroutine this M is dedicated to (Go: lockedg), or null.
     locked_g: Cell<*const G>,
-    /// The epoch of the P this M holds (`RetakeWord::acquire`), which it enters with.
-    epoch: Cell<u64>,
+    /// The retake word of the P this M holds as it expects it on entering goro
+    /// (`RetakeWord::held_word` of the epoch `RetakeWord::acquire` gave it).
+    held_word: Cell<u64>,
+    /// `membarrier::expedited()`, copied here where `enter` reads it.
+    expedited: bool,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
@@ -48,10 +51,11 @@ pub(crate) struct MShared {
     /// read by the M when it wakes (Acquire swap).
     woken: AtomicBool,
     thread: Thread,
-    /// Whether this M is outside goro (its coroutine runs user code), so that sysmon
-    /// may take its P (see "the retake handshake" in `p.rs`). Written by the M only
-    /// (`leave_goro` / `enter_goro`); read by sysmon.
-    pub(crate) outside: crate::loom::AtomicBool,
+    /// The id of the coroutine whose user code this M runs, 0 while it is inside goro:
+    /// outside, sysmon may take its P (see "the retake handshake" in `p.rs`), and the
+    /// dump names the coroutine. Written by the M only (`leave_goro` / `enter_goro`);
+    /// read by sysmon and the dump.
+    pub(crate) outside: crate::loom::AtomicU64,
     /// This M's thread CPU clock (`pthread_getcpuclockid`), which sysmon samples to tell
     /// a thread blocked in the kernel from one that computes. Set at the start.
     pub(crate) cpu_clock: libc::clockid_t,
@@ -61,9 +65,6 @@ pub(crate) struct MShared {
     /// (`enter`, `acquirep`), read by `dump` (Relaxed all: informational).
     pub(crate) lost_p_at: AtomicI64,
     pub(crate) lost_p_why: AtomicU8,
-    /// The id of the coroutine this M runs now (0: none), for the dump. Written by the
-    /// M at each resume; read by the dump.
-    pub(crate) curg_id: AtomicU64,
     /// The M's thread id (`gettid`), for `sleeping_in_kernel`.
     pub(crate) tid: libc::pid_t,
 }
@@ -77,8 +78,8 @@ pub(crate) const LOST_COMPUTING: u8 = 2;
 pub(crate) struct OutsideOf(pub(crate) Arc<MShared>);
 
 impl std::ops::Deref for OutsideOf {
-    type Target = crate::loom::AtomicBool;
-    fn deref(&self) -> &crate::loom::AtomicBool {
+    type Target = crate::loom::AtomicU64;
+    fn deref(&self) -> &crate::loom::AtomicU64 {
         &self.0.outside
     }
 }
@@ -223,10 +224,15 @@ impl M {
         if on_g && !self.enter() {
             return None;
         }
+        let leave = on_g.then(|| {
+            // SAFETY: on a coroutine, `curg` is the running G, alive while it runs.
+            (&self.shared.outside, unsafe { (*self.curg.get()).id })
+        });
         // SAFETY: `self.p` is the P this M holds (set by acquirep / reacquirep, cleared
         // by releasep / enter_syscall / a lost retake), `self` is the calling thread's M
-        // (Ms are reached through CURRENT_M only), and `p_borrows` is its borrow count.
-        Some(unsafe { HeldP::new(p, &self.p_borrows, on_g.then_some(&self.shared.outside)) })
+        // (Ms are reached through CURRENT_M only), `p_borrows` is its borrow count, and
+        // on a coroutine it has just entered goro (above) and leaves on drop.
+        Some(unsafe { HeldP::new(p, &self.p_borrows, leave) })
     }
 
     /// Whether this M holds a P (on the scheduler's stack, where no handshake is
@@ -239,8 +245,8 @@ impl M {
     /// Leaves goro: this M is about to run user code (resume a coroutine, or return
     /// to one), and sysmon may take its P meanwhile (see "the retake handshake").
     #[inline]
-    pub(crate) fn leave(&self) {
-        super::p::leave_goro(&self.shared.outside);
+    pub(crate) fn leave(&self, g: u64) {
+        super::p::leave_goro(&self.shared.outside, g);
     }
 
     /// Enters goro: returns whether this M still holds its P. If sysmon took it, the
@@ -250,7 +256,8 @@ impl M {
         let Some(p) = self.p.get() else {
             return false;
         };
-        if super::p::enter_goro(&self.shared.outside, &p.retake, self.epoch.get()) {
+        let (word, fast) = (self.held_word.get(), self.expedited);
+        if super::p::enter_goro(&self.shared.outside, &p.retake, word, fast) {
             return true;
         }
         self.p.set(None);
@@ -259,13 +266,23 @@ impl M {
         false
     }
 
-    /// The P this M must hold here.
+    /// The P this M must hold here, on the scheduler's stack (where the M is inside
+    /// goro: nothing to enter, nothing to leave on drop).
     #[inline]
-    pub(crate) fn held_p(&self, who: &str) -> HeldP<'_> {
-        match self.p() {
-            Some(p) => p,
-            None => fatal!("{who}: M {} holds no P", self.id),
+    #[track_caller]
+    pub(crate) fn held_p(&self) -> HeldP<'_> {
+        debug_assert!(self.curg.get().is_null(), "held_p on a coroutine");
+        match self.p.get() {
+            // SAFETY: as in `p`.
+            Some(p) => unsafe { HeldP::new(p, &self.p_borrows, None) },
+            None => self.no_p(std::panic::Location::caller()),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn no_p(&self, at: &std::panic::Location<'_>) -> ! {
+        fatal!("{at}: M {} holds no P", self.id)
     }
 
     /// Takes `p` as this M's P (Go: acquirep): `Idle -> Running`. `p` must have come
@@ -279,7 +296,7 @@ impl M {
         p.transition(PStatus::Idle, PStatus::Running, Ordering::Relaxed);
         // Relaxed: our own flag, read by sysmon only for the epoch we are about to hold
         // (it finds us through `P::owner`, set under its lock with the epoch).
-        self.shared.outside.store(false, Ordering::Relaxed);
+        self.shared.outside.store(0, Ordering::Relaxed);
         self.shared.lost_p_at.store(0, Ordering::Relaxed);
         self.own(p);
         self.p.set(Some(p));
@@ -310,7 +327,7 @@ impl M {
     /// of its own, as `acquirep` does.
     #[inline]
     pub(crate) fn reacquirep(&self, p: &'static P) {
-        if p.retake.epoch() != self.epoch.get() {
+        if super::p::RetakeWord::held_word(p.retake.epoch()) != self.held_word.get() {
             self.own(p);
         }
         self.p.set(Some(p));
@@ -323,7 +340,7 @@ impl M {
         let mut owner = p.owner.lock();
         let epoch = p.retake.acquire();
         *owner = Some((epoch, self.shared.clone()));
-        self.epoch.set(epoch);
+        self.held_word.set(super::p::RetakeWord::held_word(epoch));
     }
 
     /// Aborts if a `HeldP` of this M is alive: the M is about to let go of its P, or
@@ -477,6 +494,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
             alive - 1
         );
     }
+    super::publish_started(rt);
     let spawned = thread::Builder::new()
         .name(format!("goro-m{id}"))
         .spawn(move || {
@@ -490,11 +508,10 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 next: Mutex::new(Rank::MHandoff, None),
                 woken: AtomicBool::new(false),
                 thread: thread::current(),
-                outside: crate::loom::AtomicBool::new(false),
+                outside: crate::loom::AtomicU64::new(0),
                 cpu_clock,
                 lost_p_at: AtomicI64::new(0),
                 lost_p_why: AtomicU8::new(0),
-                curg_id: AtomicU64::new(0),
                 // SAFETY: gettid has no preconditions.
                 tid: unsafe { libc::gettid() },
             });
@@ -509,7 +526,8 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 spin: SpinState::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
                 poll_batch: Cell::new(Vec::new()),
-                epoch: Cell::new(0),
+                held_word: Cell::new(0),
+                expedited: crate::membarrier::expedited(),
             }));
             super::rt().allm.lock().push(shared_for_list);
             CURRENT_M.with(|c| c.set(m));

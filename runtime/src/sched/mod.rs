@@ -233,12 +233,40 @@ pub(crate) fn rt() -> &'static Runtime {
     }
 }
 
+/// The runtime, from code that runs only on an M (the scheduler loop, a P's owner):
+/// one load, without `rt`'s check for a first use, on the scheduler's hot paths.
+#[inline]
+pub(crate) fn rt_started() -> &'static Runtime {
+    // Relaxed: `newm` stores the pointer before it spawns each M's thread, and the
+    // spawn orders the store before everything the thread does.
+    let rt = STARTED.load(Ordering::Relaxed);
+    debug_assert!(!rt.is_null(), "rt_started off an M");
+    // SAFETY: `newm` sets it, before any M exists, to the runtime in `RUNTIME`, which
+    // lives forever; callers run on an M.
+    unsafe { &*rt }
+}
+
+/// `RUNTIME`'s value, published by `newm` for `rt_started`.
+static STARTED: std::sync::atomic::AtomicPtr<Runtime> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Publishes the runtime for `rt_started` (idempotent; `newm` calls it before it
+/// spawns a thread).
+pub(crate) fn publish_started(rt: &'static Runtime) {
+    // Relaxed: the thread spawn that follows orders it (see `rt_started`).
+    STARTED.store(rt as *const Runtime as *mut Runtime, Ordering::Relaxed);
+}
+
 #[cold]
 fn init() -> &'static Runtime {
+    init_once()
+}
+
+fn init_once() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let cfg = Config::from_env();
         crate::stack::overflow::install();
-        crate::membarrier::init();
+        crate::membarrier::init(cfg.membarrier);
         let rt = Runtime {
             allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),
             nprocs_created: AtomicUsize::new(0),

@@ -1,14 +1,50 @@
 //! P: a processor, the right to run coroutines, with its run queue and caches.
+//!
+//! # The retake handshake
+//!
+//! A P belongs to its M only while the M is inside goro. Before it resumes a coroutine
+//! (`execute`) the M *leaves* goro: a Release store of the coroutine's id to its
+//! `outside` word (0 while inside goro; the id is what the dump shows for an M that
+//! lost its P, so one store serves both). Every goro call that needs the P *enters*
+//! again through `M::p`: a plain store `outside = 0`, the M-side fence (`membarrier::m_side`: a compiler fence when the
+//! expedited membarrier is registered, else a SeqCst fence), and one relaxed load of
+//! the P's [`RetakeWord`]. The `HeldP` it returns leaves goro again when dropped, and
+//! on the scheduler's stack the M is inside goro throughout.
+//!
+//! sysmon, seeing a running P whose holder is outside and stuck (its thread's CPU
+//! clock stood still past `RETAKE_AFTER_NS` and the thread sleeps in the kernel, or
+//! its slice has outlasted the preempt request by the grace, `RETAKE_CPU_NS`),
+//! *requests* the P (a CAS `epoch|NONE -> epoch|REQUESTED`), runs the barrier
+//! (`membarrier::sysmon_side`: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full
+//! barrier on every CPU that runs one of our threads), reads the holder's flag again
+//! and, if it is still outside with no progress, *commits* (a CAS `REQUESTED ->
+//! TAKEN`); otherwise it withdraws. The barrier makes it a Dekker pair: either sysmon's
+//! load sees the holder's `outside = 0`, or the holder's load sees the request.
+//! A holder that sees a request *denies* it with its own CAS `REQUESTED -> NONE`, so
+//! each request is decided once, by whichever CAS lands first; the holder never
+//! guesses. A holder that finds `TAKEN`, or a later epoch, has lost the P: it lets go
+//! without touching it and carries on as a `blocking()` return that lost its P does
+//! (the global queue, and its M takes an idle P or parks).
+//!
+//! The word carries an epoch, begun by each `acquirep` (`RetakeWord::acquire`), so a
+//! request names one holder: the M that acquires a P records itself and its epoch in
+//! `P::owner` under its lock, and sysmon reads the `outside` flag of the owner of the
+//! epoch it requested, never of a later one. The Release of `leave_goro` and the
+//! Acquire of sysmon's load of the flag publish the holder's last writes to the P's
+//! local state to sysmon, which hands the P on through `handoffp` (whose mutex and idle
+//! list order them before the next holder's). `tests/loom_retake.rs` checks the very
+//! code with the barrier modelled as a SeqCst fence on each side: one owner, both
+//! verdicts, an old holder staying lost, a new holder judged by its own flag, and the
+//! pair without the M-side fence failing.
 
 use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32};
+use std::sync::Arc;
 
-use crate::loom::{AtomicBool as LoomAtomicBool, AtomicU64, AtomicU8, Ordering};
+use crate::loom::{AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
-
-use std::sync::Arc;
 
 use super::g::{GRef, G};
 use super::m::MShared;
@@ -24,6 +60,8 @@ use crate::timers::PTimers;
 ///
 /// ```text
 /// Dead --resize--> Idle --acquirep--> Running --releasep--> Idle
+///                                     Running --retake by sysmon (its holder is
+///                                               stuck outside goro)--> Idle
 ///                                     Running --blocking--> Syscall
 ///                  Syscall --CAS by the returning M--> Running
 ///                  Syscall --CAS by sysmon (retake)--> Idle
@@ -153,16 +191,23 @@ impl RetakeWord {
         self.word.load(Ordering::Relaxed) >> 2
     }
 
-    /// The holder, entering goro with `epoch` after its `outside = false` store and the
-    /// M-side fence: whether it still holds the P. A pending request is denied (the
+    /// The word of `epoch` with nothing requested: what the holder expects to find
+    /// when it enters goro (`enter`).
+    #[inline]
+    pub fn held_word(epoch: u64) -> u64 {
+        epoch << 2 | RETAKE_NONE
+    }
+
+    /// The holder, entering goro with its `held_word` after its `outside = 0` store and
+    /// the M-side fence: whether it still holds the P. A pending request is denied (the
     /// holder wins it with a CAS); a committed one, or a later epoch, means the P was
     /// taken.
     #[inline]
-    pub fn enter(&self, epoch: u64) -> bool {
+    pub fn enter(&self, held: u64) -> bool {
         // Relaxed: the Dekker pair's load is ordered after the store by the fence (or
         // the kernel's barrier); nothing else is published through this word.
         let w = self.word.load(Ordering::Relaxed);
-        w == epoch << 2 || self.enter_slow(epoch, w)
+        w == held || self.enter_slow(held >> 2, w)
     }
 
     #[cold]
@@ -245,25 +290,28 @@ impl Default for RetakeWord {
     }
 }
 
-/// The holder of a P leaves goro (its coroutine runs user code): sysmon may take the
-/// P from now on (see "the retake handshake").
+/// The holder of a P leaves goro to run coroutine `g`'s user code (`g` is not 0):
+/// sysmon may take the P from now on (see "the retake handshake").
 #[inline]
-pub fn leave_goro(outside: &LoomAtomicBool) {
+pub fn leave_goro(outside: &AtomicU64, g: u64) {
+    debug_assert_ne!(g, 0, "leave_goro: 0 means inside goro");
     // Release: publishes the holder's writes to the P's local state to a sysmon that
     // takes the P; pairs with the Acquire load in `try_retake`.
-    outside.store(true, Ordering::Release);
+    outside.store(g, Ordering::Release);
 }
 
-/// The holder of a P enters goro with `epoch` (the one `RetakeWord::acquire` gave
-/// it): returns whether it still holds the P. False: sysmon took it; the caller must
-/// not touch it and runs without a P until it gets another.
+/// The holder of a P enters goro with `held` (`RetakeWord::held_word` of the epoch
+/// `RetakeWord::acquire` gave it): returns whether it still holds the P. False: sysmon
+/// took it; the caller must not touch it and runs without a P until it gets another.
+/// `expedited`: whether sysmon's side is the kernel's barrier (`membarrier::expedited`,
+/// passed in so that the fast path reads it from the M rather than a static).
 #[inline]
-pub fn enter_goro(outside: &LoomAtomicBool, word: &RetakeWord, epoch: u64) -> bool {
+pub fn enter_goro(outside: &AtomicU64, word: &RetakeWord, held: u64, expedited: bool) -> bool {
     // Relaxed store, then the M-side fence, then the word's load: the holder's half of
     // the Dekker pair (sysmon's is `try_retake`).
-    outside.store(false, Ordering::Relaxed);
-    crate::membarrier::m_side();
-    word.enter(epoch)
+    outside.store(0, Ordering::Relaxed);
+    crate::membarrier::m_side(expedited);
+    word.enter(held)
 }
 
 /// sysmon: tries to take a P whose holder seems stuck outside goro. `outside_of`
@@ -271,7 +319,7 @@ pub fn enter_goro(outside: &LoomAtomicBool, word: &RetakeWord, epoch: u64) -> bo
 /// has no holder now); `unchanged` re-checks, after the barrier, that the holder made
 /// no progress meanwhile. True: the P is sysmon's now (the holder learns it at its
 /// next `enter_goro`).
-pub fn try_retake<H: std::ops::Deref<Target = LoomAtomicBool>>(
+pub fn try_retake<H: std::ops::Deref<Target = AtomicU64>>(
     word: &RetakeWord,
     outside_of: impl FnOnce(u64) -> Option<H>,
     unchanged: impl FnOnce() -> bool,
@@ -283,12 +331,12 @@ pub fn try_retake<H: std::ops::Deref<Target = LoomAtomicBool>>(
         word.withdraw(epoch);
         return false;
     };
-    // The barrier: either the holder's `outside = false` store is visible below, or the
+    // The barrier: either the holder's `outside = 0` store is visible below, or the
     // holder's load in `enter_goro` sees the request and resolves it with a CAS.
     crate::membarrier::sysmon_side();
     // Acquire: pairs with the Release of `leave_goro`, so a sysmon that takes the P
     // sees everything the holder wrote to it before it left goro.
-    if outside.load(Ordering::Acquire) && unchanged() {
+    if outside.load(Ordering::Acquire) != 0 && unchanged() {
         return word.commit(epoch);
     }
     word.withdraw(epoch);
@@ -446,8 +494,9 @@ pub(crate) struct HeldP<'m> {
     /// The M's count of live borrows (debug builds).
     #[cfg(debug_assertions)]
     borrows: &'m Cell<u32>,
-    /// Taken on a coroutine: the M's `outside` flag, to leave goro again on drop.
-    leave: Option<&'m LoomAtomicBool>,
+    /// Taken on a coroutine: the M's `outside` word and the coroutine's id, to leave
+    /// goro again on drop.
+    leave: Option<(&'m AtomicU64, u64)>,
     _m: PhantomData<(&'m (), *const ())>,
 }
 
@@ -456,12 +505,13 @@ impl<'m> HeldP<'m> {
     ///
     /// The calling thread's M holds `p` (took it off the idle list, or won it back from
     /// a blocking call, and on a coroutine has just entered goro), `borrows` is that M's
-    /// borrow count, and `leave` its `outside` flag if it entered goro for this borrow.
+    /// borrow count, and `leave` its `outside` word and running coroutine if it entered
+    /// goro for this borrow.
     #[inline]
     pub(crate) unsafe fn new(
         p: &'static P,
         borrows: &'m Cell<u32>,
-        leave: Option<&'m LoomAtomicBool>,
+        leave: Option<(&'m AtomicU64, u64)>,
     ) -> HeldP<'m> {
         #[cfg(debug_assertions)]
         borrows.set(borrows.get() + 1);
@@ -503,8 +553,8 @@ impl Drop for HeldP<'_> {
     fn drop(&mut self) {
         #[cfg(debug_assertions)]
         self.borrows.set(self.borrows.get() - 1);
-        if let Some(outside) = self.leave {
-            leave_goro(outside);
+        if let Some((outside, g)) = self.leave {
+            leave_goro(outside, g);
         }
     }
 }

@@ -11,7 +11,7 @@ use crossbeam_deque::Steal;
 
 use super::g::GRef;
 use super::p::{HeldP, PStatus, P};
-use super::{rt, BACKOFF_CHECK_NS, RUNNEXT_BACKOFF_NS};
+use super::{rt_started, BACKOFF_CHECK_NS, RUNNEXT_BACKOFF_NS};
 use crate::loom::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 /// One slot beside a P's queue, holding an owned `Arc<T>` as a raw pointer.
@@ -162,6 +162,7 @@ impl WorkSummary {
 /// Puts `g` on `p`'s queue: in `runnext` if `next` (the displaced G goes to the tail),
 /// else at the tail. Owner only (Go: runqput). Callers that go on to `wakep` fence
 /// first (`schedule::publish`).
+#[inline]
 pub(crate) fn runq_put(p: &HeldP<'_>, g: GRef, next: bool) {
     if next {
         if let Some(old) = p.runnext.put(g) {
@@ -170,7 +171,7 @@ pub(crate) fn runq_put(p: &HeldP<'_>, g: GRef, next: bool) {
     } else {
         p.local().runq.push(g);
     }
-    rt().summary.mark(p.id);
+    rt_started().summary.mark(p.id);
 }
 
 /// Takes the next G of `p`: `runnext` first (it inherits the time slice, so the bool is
@@ -202,7 +203,7 @@ pub(crate) fn runq_steal(p: &HeldP<'_>, victim: &P, steal_runnext: bool) -> Opti
         match victim.stealer.steal_batch_and_pop(&p.local().runq) {
             Steal::Success(g) => {
                 if !p.local().runq.is_empty() {
-                    rt().summary.mark(p.id);
+                    rt_started().summary.mark(p.id);
                 }
                 return Some(g);
             }

@@ -18,8 +18,8 @@ use super::p::{fastrand, HeldP, PStatus, P};
 use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
 use super::timers;
 use super::{
-    fatal, rt, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX, SPIN_BUDGET_NS,
-    SPIN_PASS_GAP_NS, STEAL_ROUNDS,
+    fatal, rt, rt_started, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX,
+    SPIN_BUDGET_NS, SPIN_PASS_GAP_NS, STEAL_ROUNDS,
 };
 use crate::stack::{self, overflow};
 
@@ -74,8 +74,8 @@ fn schedule_spinning(m: &'static M) -> (GRef, bool) {
 /// local queue. None: look harder (`find_runnable`, which may let go of the P).
 #[inline]
 fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
-    let rt = rt();
-    let p = m.held_p("schedule");
+    let rt = rt_started();
+    let p = m.held_p();
     if p.id >= rt.procs() {
         return None;
     }
@@ -102,9 +102,9 @@ fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
 /// Finds a G, stealing or sleeping as needed (Go: findRunnable). Returns with the M
 /// holding a P, possibly still spinning (`schedule` resets that).
 fn find_runnable(m: &'static M) -> (GRef, bool) {
-    let rt = rt();
+    let rt = rt_started();
     loop {
-        if m.held_p("find_runnable").id >= rt.procs() && retire_p(m) {
+        if m.held_p().id >= rt.procs() && retire_p(m) {
             continue;
         }
         if let Some(r) = find_spinning(m) {
@@ -116,7 +116,7 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
             let mut s = rt.sched.lock();
             if !rt.injector.is_empty() {
                 drop(s);
-                if let Some(g) = globrunqget(&m.held_p("find_runnable")) {
+                if let Some(g) = globrunqget(&m.held_p()) {
                     return (g, false);
                 }
                 continue;
@@ -189,8 +189,8 @@ fn find_runnable(m: &'static M) -> (GRef, bool) {
 /// The part of `find_runnable` that holds the P: its queues and timers, the global
 /// queue, a quick poll, then spinning (stealing) for a while. None: give the P back.
 fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
-    let rt = rt();
-    let p = m.held_p("find_runnable");
+    let rt = rt_started();
+    let p = m.held_p();
     timers::check_timers(&p);
     if let Some(r) = runq_get(&p) {
         return Some(r);
@@ -274,7 +274,7 @@ pub(crate) fn work_queued(rt: &Runtime) -> bool {
 
 /// Takes a batch from the global queue into `p`'s and returns one G (Go: globrunqget).
 fn globrunqget(p: &HeldP<'_>) -> Option<GRef> {
-    let rt = rt();
+    let rt = rt_started();
     loop {
         match rt.injector.steal_batch_and_pop(&p.local().runq) {
             Steal::Success(g) => {
@@ -292,7 +292,7 @@ fn globrunqget(p: &HeldP<'_>) -> Option<GRef> {
 /// Steals from other Ps: [`STEAL_ROUNDS`] rounds from a random start, only over Ps
 /// whose summary bit is set, `runnext` in the last round (Go: stealWork).
 fn steal_work(p: &HeldP<'_>) -> Option<GRef> {
-    let rt = rt();
+    let rt = rt_started();
     // Due timers of other Ps first: their functions ready coroutines into our queue.
     if timers::steal_timers(p) > 0 {
         if let Some((g, _)) = runq_get(p) {
@@ -328,10 +328,10 @@ fn steal_work(p: &HeldP<'_>) -> Option<GRef> {
 /// its stacks to the pool. Then takes an idle P or stops. Returns false if the P turned
 /// out to be wanted again (a concurrent `set_maxprocs` raised the count).
 fn retire_p(m: &'static M) -> bool {
-    let rt = rt();
+    let rt = rt_started();
     let id = {
         let _s = rt.sched.lock();
-        let p = m.held_p("retire_p");
+        let p = m.held_p();
         if p.id < rt.procs() {
             return false;
         }
@@ -363,13 +363,13 @@ fn retire_p(m: &'static M) -> bool {
 /// Runs `g` until it yields, parks or ends (Go: execute + the part of gopark and
 /// goexit that runs on g0).
 fn execute(m: &'static M, g: GRef, inherit: bool) {
-    let rt = rt();
+    let rt = rt_started();
     if g.pinned && !bind_pinned(m, &g) {
         startlockedm(m, g);
         return;
     }
     {
-        let p = m.held_p("execute");
+        let p = m.held_p();
         let local = p.local();
         if inherit {
             local.streak.set(local.streak.get() + 1);
@@ -392,11 +392,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     g.transition(GStatus::Runnable, GStatus::Running);
     loop {
         m.set_curg(Arc::as_ptr(&g));
-        m.shared.curg_id.store(g.id, Ordering::Relaxed); // Relaxed: for the dump
         overflow::set_running(&g.guard);
         // Leave goro for the coroutine's user code, enter again when it comes back:
         // meanwhile sysmon may take the P (the retake handshake, p.rs).
-        m.leave();
+        m.leave(g.id);
         // SAFETY: we own `g`, we are on the M's own stack, and `g` is published as
         // the current G. No catch_unwind here: its frame would sit between the switch
         // and this loop and cost a return misprediction per switch. Coroutine bodies
@@ -409,11 +408,10 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
         m.set_curg(std::ptr::null());
         match r {
             CoroutineResult::Yield(Request::Yield) => {
-                let Some(p) = m.p() else {
-                    // No P: the global queue (m_loop finds this M a P or parks it).
-                    requeue_without_p(g);
-                    return;
-                };
+                if !held {
+                    return requeue_without_p(g);
+                }
+                let p = m.held_p();
                 if g.pinned && runq_empty(p.p()) && rt.injector.is_empty() {
                     // Nothing else to run: spare the pinned G two hand-offs.
                     continue;
@@ -434,53 +432,58 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 // Woken before it slept: run it again at once, same time slice (or,
                 // without a P, queue it).
                 if !held {
-                    requeue_without_p(g);
-                    return;
+                    return requeue_without_p(g);
                 }
             }
             CoroutineResult::Yield(Request::ExitSyscall) => {
-                // Back from a blocking call with no P: the global queue, and this M
-                // sleeps until it is handed one (Go: exitsyscall0; m_loop does it, or,
-                // for a pinned G's M, waits for the G in `stoplockedm`).
-                requeue_without_p(g);
-                return;
+                // Back from a blocking call that lost its P.
+                return requeue_without_p(g);
             }
             CoroutineResult::Return(()) => {
-                g.transition(GStatus::Running, GStatus::Dead);
-                if g.pinned {
-                    // The M goes back to the pool. (Go ends the thread instead, since
-                    // the goroutine may have left it in a special state; goro's pinning
-                    // is for affinity, and thread-locals it set stay set.)
-                    m.set_locked_g(std::ptr::null());
+                if !held {
+                    return g_exited(m, g, None);
                 }
-                rt.allgs.remove(&g);
-                // SAFETY: owner, and the coroutine has returned.
-                let stack = unsafe { g.take_stack() };
-                match m.p() {
-                    Some(p) => {
-                        if let Some(stack) = stack {
-                            rt.stacks.put(Some(&p.local().stacks), stack);
-                        }
-                        p.add_gcount(-1);
-                    }
-                    None => {
-                        if let Some(stack) = stack {
-                            rt.stacks.put(None, stack);
-                        }
-                        // Relaxed: a count (see the field); the P's own count stays
-                        // with the P.
-                        rt.nextern_spawned.fetch_sub(1, Ordering::Relaxed);
-                    }
-                }
-                return;
+                return g_exited(m, g, Some(&m.held_p()));
             }
+        }
+    }
+}
+
+/// A coroutine returned: its G is dead and leaves the registry, its stack goes to the
+/// P's cache (or the global pool, if the M lost its P meanwhile).
+#[inline]
+fn g_exited(m: &'static M, g: GRef, p: Option<&HeldP<'_>>) {
+    let rt = rt_started();
+    g.transition(GStatus::Running, GStatus::Dead);
+    if g.pinned {
+        // The M goes back to the pool. (Go ends the thread instead, since the goroutine
+        // may have left it in a special state; goro's pinning is for affinity, and
+        // thread-locals it set stay set.)
+        m.set_locked_g(std::ptr::null());
+    }
+    rt.allgs.remove(&g);
+    // SAFETY: owner, and the coroutine has returned.
+    let stack = unsafe { g.take_stack() };
+    match p {
+        Some(p) => {
+            if let Some(stack) = stack {
+                rt.stacks.put(Some(&p.local().stacks), stack);
+            }
+            p.add_gcount(-1);
+        }
+        None => {
+            if let Some(stack) = stack {
+                rt.stacks.put(None, stack);
+            }
+            // Relaxed: a count (see the field); the P's own count stays with the P.
+            rt.nextern_spawned.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
 
 /// An M without a P takes an idle one, or parks until it is handed one.
 fn reacquire_or_stop(m: &'static M) {
-    let rt = rt();
+    let rt = rt_started();
     let p = {
         let mut s = rt.sched.lock();
         pidleget_locked(&mut s, &rt.spinning)
@@ -491,8 +494,11 @@ fn reacquire_or_stop(m: &'static M) {
     }
 }
 
-/// A running G whose M has no P (it was taken while the G ran user code, or lost in a
-/// blocking call) goes to the global queue; `m_loop` then finds the M a P or parks it.
+/// A running G whose M came back from it without a P (sysmon took the P while the G
+/// ran user code, or a blocking call lost it) goes to the global queue; `m_loop` then
+/// finds the M a P or parks it (Go: exitsyscall0), and a pinned G's M waits for the G
+/// in `stoplockedm`.
+#[cold]
 fn requeue_without_p(g: GRef) {
     g.transition(GStatus::Running, GStatus::Runnable);
     publish_global(g);

@@ -83,7 +83,7 @@ fn exit_syscall(m: &'static M, g: &G) {
     // Fast path: our P is still ours. Back to user code: leave goro.
     if oldp.cas_status(PStatus::Syscall, PStatus::Running) {
         m.reacquirep(oldp);
-        m.leave();
+        m.leave(g.id);
         return;
     }
     // Sysmon took it: any idle P will do.
@@ -94,7 +94,7 @@ fn exit_syscall(m: &'static M, g: &G) {
     };
     if let Some(p) = p {
         m.acquirep(p);
-        m.leave();
+        m.leave(g.id);
         return;
     }
     // None: queue ourselves and park this M (on its scheduler stack).

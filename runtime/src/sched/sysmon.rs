@@ -559,7 +559,7 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
         return false;
     };
     // Relaxed: a hint for whether to sample; the handshake below decides.
-    if !owner.outside.load(Ordering::Relaxed) {
+    if owner.outside.load(Ordering::Relaxed) == 0 {
         // Inside goro now (looking for work, or a goro call that does not schedule): it
         // will schedule or park soon. Look again at the next round.
         s.cpu = None;
