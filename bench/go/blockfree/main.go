@@ -2,12 +2,13 @@
 // builds and runs this and says what is measured): a ticker goroutine sleeps 1 ms in a
 // loop while, in bursts, four goroutines block the ticker's Ps.
 //
-//	blockfree sleep|cpu BURSTS
+//	blockfree none|sleep|cpu BURSTS
 //
 // sleep: each blocker makes a raw nanosleep system call (syscall.Nanosleep goes
 // through entersyscall, so sysmon retakes its P). cpu: each blocker spins with no
 // function call the compiler could make a preemption point of; Go preempts it with a
-// signal. Prints one line: "ticks p50_ns p99_ns max_ns".
+// signal. none: the blockers return at once (the machine's floor). Prints one
+// line: "ticks p50_ns p99_ns max_ns".
 package main
 
 import (
@@ -33,6 +34,7 @@ var sink uint64
 
 func block(kind string) {
 	switch kind {
+	case "none":
 	case "sleep":
 		ts := syscall.NsecToTimespec(int64(sleepFor))
 		for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
@@ -54,7 +56,7 @@ func block(kind string) {
 
 func main() {
 	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: blockfree sleep|cpu BURSTS")
+		fmt.Fprintln(os.Stderr, "usage: blockfree none|sleep|cpu BURSTS")
 		os.Exit(2)
 	}
 	kind := os.Args[1]

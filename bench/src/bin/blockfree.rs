@@ -14,7 +14,10 @@
 //!   Go's make the raw `syscall.Nanosleep`, which passes through its `entersyscall`:
 //!   Go's best case, a call its runtime is told about.
 //! - `cpu`: each blocker spins 50 ms with no runtime call. Go preempts it with a
-//!   signal at 10 ms; goro cannot, and takes the P from under it after 15 ms.
+//!   signal at 10 ms; goro cannot, and takes the P from under it after 12 ms.
+//! - `none`: the blockers return at once: the ticker's lateness on this machine with
+//!   nothing blocking (its timer wake-ups, the VM's stalls), the floor of the rows
+//!   above.
 //!
 //! It prints the ticker's lateness p50 / p99 / max per row, the median over the rounds
 //! for each, at `GORO_MAXPROCS` / `GOMAXPROCS` 1 and 2, and goro/Go of the max. Go's
@@ -22,6 +25,10 @@
 //! Go). Without Go the Go columns say why.
 //!
 //! `--child goro KIND BURSTS` is the goro side of one run (what the driver starts).
+//!
+//! `--sysmon` measures what watching for blocked threads costs instead: sysmon's
+//! wake-ups per second and its CPU time (its thread's `schedstat`) while four
+//! coroutines yield for 2 s, and while the runtime idles for 2 s.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -37,12 +44,13 @@ const SLEEP_FOR: Duration = Duration::from_millis(20);
 const SPIN_FOR: Duration = Duration::from_millis(50);
 const BURST_GAP: Duration = Duration::from_millis(30);
 const WARM_UP: Duration = Duration::from_millis(50);
-const KINDS: [&str; 2] = ["sleep", "cpu"];
+const KINDS: [&str; 3] = ["none", "sleep", "cpu"];
 /// A run that takes longer than this is a hang.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 fn block(kind: &str) {
     match kind {
+        "none" => {}
         "sleep" => std::thread::sleep(SLEEP_FOR),
         "cpu" => {
             let start = Instant::now();
@@ -157,13 +165,85 @@ fn us(ns: f64) -> String {
     format!("{:.0}", ns / 1e3)
 }
 
+/// sysmon's context switches and CPU nanoseconds so far (0s if it is not running).
+fn sysmon_stats() -> (u64, u64) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return (0, 0);
+    };
+    for t in tasks.flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if comm.trim() != "goro-sysmon" {
+            continue;
+        }
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        let switches = status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum();
+        let cpu = std::fs::read_to_string(t.path().join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0);
+        return (switches, cpu);
+    }
+    (0, 0)
+}
+
+/// `--sysmon`: sysmon's wake-ups and CPU beside a busy and an idle runtime.
+fn sysmon_cost() {
+    const RUN: Duration = Duration::from_secs(2);
+    goro::go!(|| ()).join().expect("warm-up"); // start the runtime and sysmon
+    println!("| workload | sysmon wake-ups/s | sysmon CPU, % of a core | yields/s |");
+    println!("|---|---:|---:|---:|");
+    for busy in [true, false] {
+        let (s0, c0) = sysmon_stats();
+        let t0 = Instant::now();
+        let mut yields = 0u64;
+        if busy {
+            let hs: Vec<_> = (0..4)
+                .map(|_| {
+                    goro::go!(move || {
+                        let (t, mut n) = (Instant::now(), 0u64);
+                        while t.elapsed() < RUN {
+                            goro::yield_now();
+                            n += 1;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            yields = hs.into_iter().map(|h| h.join().expect("yielder")).sum();
+        } else {
+            std::thread::sleep(RUN);
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let (s1, c1) = sysmon_stats();
+        println!(
+            "| {} | {:.0} | {:.2} | {:.0} |",
+            if busy {
+                "4 coroutines yielding"
+            } else {
+                "idle"
+            },
+            (s1 - s0) as f64 / secs,
+            (c1 - c0) as f64 / secs / 1e7,
+            yields as f64 / secs
+        );
+    }
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
+    if argv.get(1).map(String::as_str) == Some("--sysmon") {
+        sysmon_cost();
+        return ExitCode::SUCCESS;
+    }
     if argv.get(1).map(String::as_str) == Some("--child") {
         let (kind, bursts) = match (argv.get(3), argv.get(4).and_then(|b| b.parse().ok())) {
             (Some(k), Some(b)) if KINDS.contains(&k.as_str()) => (k.clone(), b),
             _ => {
-                eprintln!("usage: blockfree --child goro sleep|cpu BURSTS");
+                eprintln!("usage: blockfree --child goro none|sleep|cpu BURSTS");
                 return ExitCode::from(2);
             }
         };

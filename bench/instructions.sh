@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Instructions per hot-path operation (callgrind), as docs/benchmarks.md reports them:
+#   bench/instructions.sh [OPS_BINARY]     (default: target/release/ops)
+# Runs `ops MODE N` and `ops MODE 2N` at GORO_MAXPROCS=1 under callgrind with one
+# output file per thread, and prints, per mode, the busiest thread's difference / N
+# (the M that runs the loop; start-up and sysmon cancel out or stay near 0).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-target/release/ops}
+[ -x "$bin" ] || cargo build --release -q -p goro-bench --bin ops
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+for spec in yield:50000 spawnjoin:50000 pingpong:50000 chain:1000 mutex:50000; do
+    mode=${spec%%:*}; n=${spec#*:}
+    for k in 1 2; do
+        GORO_MAXPROCS=1 valgrind --tool=callgrind --separate-threads=yes \
+            --callgrind-out-file="$out/$mode.$k" "$bin" "$mode" $((n * k)) >/dev/null 2>&1
+    done
+    python3 - "$out" "$mode" "$n" <<'PY'
+import glob, sys
+out, mode, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def totals(k):
+    t = {}
+    for f in glob.glob(f"{out}/{mode}.{k}-*"):
+        for line in open(f):
+            if line.startswith(("summary:", "totals:")):
+                t[f.rsplit("-", 1)[1]] = int(line.split()[1])
+                break
+    return t
+a, b = totals(1), totals(2)
+best = max((b.get(t, 0) - a.get(t, 0)) / n for t in set(a) | set(b))
+print(f"{mode}: {best:.1f} instructions per op" + (" (100 hops)" if mode == "chain" else ""))
+PY
+done
