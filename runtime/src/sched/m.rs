@@ -74,7 +74,7 @@ pub(crate) const LOST_BLOCKED: u8 = 1;
 /// ... or it ran user code past its slice and the preempt request.
 pub(crate) const LOST_COMPUTING: u8 = 2;
 
-/// An M's `outside` flag, reached through its shared part (for `p::try_retake`).
+/// An M's `outside` word, reached through its shared part (for `p::try_retake`).
 pub(crate) struct OutsideOf(pub(crate) Arc<MShared>);
 
 impl std::ops::Deref for OutsideOf {

@@ -349,14 +349,7 @@ fn retire_p(m: &'static M) -> bool {
     timers::migrate(id, 0);
     m.spin.stop(&rt.spinning);
     wakep();
-    let next = {
-        let mut s = rt.sched.lock();
-        pidleget_locked(&mut s, &rt.spinning)
-    };
-    match next {
-        Some(p) => m.acquirep(p),
-        None => m.stopm(),
-    }
+    reacquire_or_stop(m);
     true
 }
 
