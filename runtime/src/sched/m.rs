@@ -221,13 +221,15 @@ impl M {
     pub(crate) fn p(&self) -> Option<HeldP<'_>> {
         let p = self.p.get()?;
         let on_g = !self.curg.get().is_null();
+        // On a coroutine the M is outside goro, its `outside` word holding the running
+        // coroutine's id: the value to restore when the borrow ends. (Inside a borrow
+        // taken earlier it is 0, and restoring 0 keeps the M inside for the outer
+        // one.) Relaxed: our own last store.
+        let outside = on_g.then(|| self.shared.outside.load(Ordering::Relaxed));
         if on_g && !self.enter() {
             return None;
         }
-        let leave = on_g.then(|| {
-            // SAFETY: on a coroutine, `curg` is the running G, alive while it runs.
-            (&self.shared.outside, unsafe { (*self.curg.get()).id })
-        });
+        let leave = outside.map(|g| (&self.shared.outside, g));
         // SAFETY: `self.p` is the P this M holds (set by acquirep / reacquirep, cleared
         // by releasep / enter_syscall / a lost retake), `self` is the calling thread's M
         // (Ms are reached through CURRENT_M only), `p_borrows` is its borrow count, and

@@ -290,11 +290,11 @@ impl Default for RetakeWord {
     }
 }
 
-/// The holder of a P leaves goro to run coroutine `g`'s user code (`g` is not 0):
-/// sysmon may take the P from now on (see "the retake handshake").
+/// The holder of a P leaves goro to run coroutine `g`'s user code: sysmon may take the
+/// P from now on (see "the retake handshake"). Coroutine ids start at 1; `g == 0`
+/// stays inside (a nested borrow's end restores it).
 #[inline]
 pub fn leave_goro(outside: &AtomicU64, g: u64) {
-    debug_assert_ne!(g, 0, "leave_goro: 0 means inside goro");
     // Release: publishes the holder's writes to the P's local state to a sysmon that
     // takes the P; pairs with the Acquire load in `try_retake`.
     outside.store(g, Ordering::Release);
@@ -494,8 +494,8 @@ pub(crate) struct HeldP<'m> {
     /// The M's count of live borrows (debug builds).
     #[cfg(debug_assertions)]
     borrows: &'m Cell<u32>,
-    /// Taken on a coroutine: the M's `outside` word and the coroutine's id, to leave
-    /// goro again on drop.
+    /// Taken on a coroutine: the M's `outside` word and the value it had (the
+    /// coroutine's id, or 0 in a nested borrow), to restore on drop.
     leave: Option<(&'m AtomicU64, u64)>,
     _m: PhantomData<(&'m (), *const ())>,
 }
