@@ -26,7 +26,13 @@
 //! full read), it passes the turn to the next waiter (`PollDesc::pass`), which
 //! retries in its turn. A call that finds the socket empty just waits again, at the
 //! front of the queue. So one edge for two queued connections serves both acceptors,
-//! one after the other.
+//! one after the other. There is one turn at a time (`SlotState::holder`): an edge
+//! that arrives while the holder is between calls wakes nobody else, since the holder
+//! will see its count and retry; otherwise a waiter woken by a pass, whose call then
+//! found the socket empty, could lose the next datagram to the waiter behind it. A
+//! holder always ends its turn: it passes it (`pass`), ends it (`end_turn`, which
+//! still passes if an edge came since its call), or gives it back to the queue by
+//! waiting again; `Registered::io`'s guard ends it on an unwind.
 //!
 //! No waiter sleeps on a ready socket: a caller parks only if no edge came since it
 //! read the slot's edge count before its failed call (`wait` takes that count), so any
@@ -119,6 +125,11 @@ struct SlotState {
     /// An edge said the socket stays ready in this direction (see `Slot::ready`):
     /// `ready` is never cleared again.
     for_good: bool,
+    /// A caller holds the turn (see "many waiters"): it was woken from the queue or
+    /// consumed `ready`, and will retry its call. While it does, an edge wakes nobody
+    /// else (the holder sees the edge count change); the holder passes the turn on or
+    /// ends it (`PollDesc::pass`, `PollDesc::end_turn`).
+    holder: bool,
 }
 
 /// The waiters an edge, a pass or a close wakes (see `SlotState::take_woken`).
@@ -133,9 +144,12 @@ impl SlotState {
     /// slot is ready for good or closed.
     fn take_woken(&mut self, queued: &AtomicU32) -> Woken {
         let (head, rest) = if self.for_good || self.closed {
+            self.holder = false;
             (None, std::mem::take(&mut self.waiters))
         } else {
-            (self.waiters.pop_front(), VecDeque::new())
+            let head = self.waiters.pop_front();
+            self.holder = head.is_some();
+            (head, VecDeque::new())
         };
         // Relaxed: see `Slot::queued`.
         queued.store(self.waiters.len() as u32, Ordering::Relaxed);
@@ -178,10 +192,16 @@ impl Slot {
                 Ordering::Relaxed,
             );
             self.drained.store(0, Ordering::Relaxed);
-            if st.waiters.is_empty() || st.for_good {
-                st.ready = true;
+            if st.holder && !st.for_good {
+                // The turn holder will retry and see this edge's count: it, not the
+                // next waiter, takes what the edge announced (arrival order).
+                None.into_iter().chain(VecDeque::new())
+            } else {
+                if st.waiters.is_empty() || st.for_good {
+                    st.ready = true;
+                }
+                st.take_woken(&self.queued)
             }
-            st.take_woken(&self.queued)
         };
         for (_, u) in woken {
             u.unpark_into(batch);
@@ -287,16 +307,18 @@ impl PollDesc {
     /// should retry its I/O, `TimedOut` at `deadline`, `closed_error` once the
     /// descriptor is closed. `seq` is the edge count the caller read before the call
     /// that failed with `WouldBlock` (or that it skipped as `drained`): an edge since
-    /// then is a turn at once. `front`: the caller's last turn found the socket empty,
-    /// so it waits again at the head of the queue, where it was. Parks a coroutine,
-    /// blocks a thread.
+    /// then is a retry at once. `front`: the caller holds the turn and its call found
+    /// the socket empty, so it gives the turn back and waits again at the head of the
+    /// queue, where it was. `Ok(true)`: the caller holds the turn now, and must end it
+    /// with [`PollDesc::pass`] or [`PollDesc::end_turn`]. Parks a coroutine, blocks a
+    /// thread.
     pub(crate) fn wait(
         &self,
         dir: Dir,
         seq: u32,
         deadline: Option<Instant>,
         front: bool,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         let rt = crate::sched::rt();
         let slot = self.slot(dir);
         let reason = match dir {
@@ -307,12 +329,22 @@ impl PollDesc {
         if st.closed {
             return Err(closed_error());
         }
+        if st.ready && !st.for_good {
+            // Consuming the readiness no waiter was woken for is a turn.
+            st.ready = false;
+            st.holder = true;
+            return Ok(true);
+        }
         // Relaxed: under the lock that every edge takes to change it.
         if st.ready || slot.seq.load(Ordering::Relaxed) != seq {
-            if !st.for_good {
-                st.ready = false;
-            }
-            return Ok(());
+            // An edge since the caller's call: retry. A holder keeps its turn; anyone
+            // else contends beside the waiter that edge woke.
+            return Ok(front && !st.for_good);
+        }
+        if front {
+            // The holder found the socket empty: the turn goes back to the queue, and
+            // the holder with it (below), at its head.
+            st.holder = false;
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(timed_out());
@@ -355,7 +387,32 @@ impl PollDesc {
         if st.closed {
             return Err(closed_error());
         }
-        Ok(())
+        // Dequeued by an edge or a pass: the turn is ours (`take_woken` set `holder`).
+        Ok(true)
+    }
+
+    /// Ends the caller's turn without passing it (its call drained the socket, or it
+    /// gives up), unless an edge came since `seq`, the count it read before that call:
+    /// then the turn goes to the next waiter, or, with none, the edge's readiness
+    /// stays for the next caller (see "many waiters").
+    pub(crate) fn end_turn(&self, dir: Dir, seq: u32) {
+        let slot = self.slot(dir);
+        let woken = {
+            let mut st = slot.lock();
+            // Relaxed: under the lock that every edge takes to change it.
+            if slot.seq.load(Ordering::Relaxed) == seq {
+                st.holder = false;
+                None
+            } else {
+                if st.waiters.is_empty() {
+                    st.ready = true;
+                }
+                Some(st.take_woken(&slot.queued))
+            }
+        };
+        for (_, u) in woken.into_iter().flatten() {
+            u.unpark();
+        }
     }
 
     /// Ends a turn (see "many waiters"): the caller's retried call did not fail with
@@ -363,15 +420,8 @@ impl PollDesc {
     /// gets a turn.
     pub(crate) fn pass(&self, dir: Dir) {
         let slot = self.slot(dir);
-        // Relaxed, and no lock when it reads 0: the waiters a turn must pass to are
-        // those queued before the edge (or the readiness) that gave the turn, and each
-        // of those increments happened before that edge took the slot's lock, which
-        // happened before this caller was woken (the park/ready handshake orders the
-        // rest). A waiter queued after that edge saw its count change, or made its
-        // call after it, so it needs no pass.
-        if slot.queued.load(Ordering::Relaxed) == 0 {
-            return;
-        }
+        // Under the lock even with nobody queued: the turn must end (`holder`), or the
+        // next edge would wake nobody.
         let woken = slot.lock().take_woken(&slot.queued);
         for (_, u) in woken {
             u.unpark();

@@ -44,6 +44,39 @@ pub(crate) struct Registered<S: AsRawFd> {
     pub(crate) timeouts: Timeouts,
 }
 
+/// The turn a call holds on a descriptor direction (see "many waiters" in
+/// `net/poll.rs`), ended exactly once: passed on, ended, or, if the call unwinds,
+/// ended by `drop`.
+struct Turn<'a> {
+    pd: &'a PollDesc,
+    dir: Dir,
+    held: bool,
+    /// The edge count read before the call this turn retried.
+    seq: u32,
+}
+
+impl Turn<'_> {
+    /// The call may have left the socket ready: the next waiter's turn.
+    fn pass(&mut self) {
+        if std::mem::take(&mut self.held) {
+            self.pd.pass(self.dir);
+        }
+    }
+
+    /// The call drained the socket: the turn ends here (unless an edge came since).
+    fn end(&mut self) {
+        if std::mem::take(&mut self.held) {
+            self.pd.end_turn(self.dir, self.seq);
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
 impl<S: AsRawFd> Registered<S> {
     /// Registers `sock`, which must already be non-blocking.
     pub(crate) fn new(sock: S) -> io::Result<Self> {
@@ -73,21 +106,29 @@ impl<S: AsRawFd> Registered<S> {
     ) -> io::Result<R> {
         crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
-        // Whether this call holds a turn on the descriptor (see "many waiters" in
-        // `net/poll.rs`): it must pass it on unless its call found the socket empty.
-        let mut turn = false;
+        // The turn this call holds on the descriptor, if any (see "many waiters" in
+        // `net/poll.rs`): it must pass it on, or end it, however the call ends (the
+        // guard ends it on an unwind).
+        let mut turn = Turn {
+            pd: &self.pd,
+            dir,
+            held: false,
+            seq: 0,
+        };
         loop {
             if self.pd.is_closed() {
                 return Err(closed_error());
             }
             let seq = self.pd.seq(dir);
+            turn.seq = seq;
             if !self.pd.drained(dir, seq) {
                 match op(&self.sock) {
                     Ok(r) => {
                         if drained(&r) {
                             self.pd.clear(dir, seq);
-                        } else if turn {
-                            self.pd.pass(dir);
+                            turn.end();
+                        } else {
+                            turn.pass();
                         }
                         return Ok(r);
                     }
@@ -96,15 +137,14 @@ impl<S: AsRawFd> Registered<S> {
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
-                        if turn {
-                            self.pd.pass(dir);
-                        }
+                        turn.pass();
                         return Err(e);
                     }
                 }
             }
-            self.pd.wait(dir, seq, deadline, turn)?;
-            turn = true;
+            // A holder that waits again gives its turn back (`wait` with `front`).
+            let front = std::mem::replace(&mut turn.held, false);
+            turn.held = self.pd.wait(dir, seq, deadline, front)?;
         }
     }
 

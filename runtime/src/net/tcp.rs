@@ -246,7 +246,12 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
     };
     loop {
         let pd = &stream.reg.pd;
-        pd.wait(Dir::Write, pd.seq(Dir::Write), deadline, false)?;
+        let seq = pd.seq(Dir::Write);
+        if pd.wait(Dir::Write, seq, deadline, false)? {
+            // The connect's wait is the descriptor's first: its turn ends here (a
+            // writer after it makes its own call).
+            pd.end_turn(Dir::Write, seq);
+        }
         if let Some(e) = stream.reg.sock.take_error()? {
             return Err(e);
         }
