@@ -47,6 +47,18 @@ fn new_p() -> (Arc<P>, u64) {
     (p, epoch)
 }
 
+/// sysmon on a thread of its own: tries to take `p` once, and uses it if it did.
+fn spawn_sysmon(p: &Arc<P>) -> thread::JoinHandle<bool> {
+    let p = p.clone();
+    thread::spawn(move || {
+        let taken = try_retake(&p.retake, |_| Some(&p.outside), || true);
+        if taken {
+            p.touch(); // the new holder uses the P
+        }
+        taken
+    })
+}
+
 /// The holder leaves once and comes back while sysmon tries to take the P: one owner,
 /// and across the interleavings both verdicts happen.
 #[test]
@@ -56,16 +68,7 @@ fn one_owner_after_a_race() {
     static TAKEN_SEEN: StdBool = StdBool::new(false);
     loom::model(|| {
         let (p, epoch) = new_p();
-        let sysmon = {
-            let p = p.clone();
-            thread::spawn(move || {
-                let taken = try_retake(&p.retake, |_| Some(&p.outside), || true);
-                if taken {
-                    p.touch(); // the new holder uses the P
-                }
-                taken
-            })
-        };
+        let sysmon = spawn_sysmon(&p);
         p.touch();
         leave_goro(&p.outside, G);
         // ... user code ...
@@ -130,29 +133,20 @@ fn the_old_holder_stays_lost() {
 /// Without the M-side fence (a store and a load that may pass each other) the model
 /// finds the interleaving with two owners: documents why `enter_goro` fences.
 #[test]
-#[should_panic]
+#[should_panic(expected = "Causality violation")]
 fn without_the_m_side_fence_two_owners() {
     use loom::sync::atomic::Ordering;
     loom::model(|| {
         let (p, epoch) = new_p();
-        let sysmon = {
-            let p = p.clone();
-            thread::spawn(move || {
-                let taken = try_retake(&p.retake, |_| Some(&p.outside), || true);
-                if taken {
-                    p.touch();
-                }
-                taken
-            })
-        };
+        let sysmon = spawn_sysmon(&p);
         leave_goro(&p.outside, G);
         p.outside.store(0, Ordering::Relaxed); // enter_goro without the fence
-        let held = p.retake.enter(epoch);
+        let held = p.retake.enter(RetakeWord::held_word(epoch));
         if held {
             p.touch();
         }
         let taken = sysmon.join().unwrap();
-        assert!(held ^ taken);
+        assert!(held ^ taken, "held {held}, taken {taken}");
     });
 }
 

@@ -77,7 +77,7 @@ fn exactly_one_owner_and_no_race() {
 /// Without the Release on entry, sysmon's win does not see the M's last writes to the
 /// P's local state: loom reports the data race (documents why entry is Release).
 #[test]
-#[should_panic]
+#[should_panic(expected = "Causality violation")]
 fn relaxed_entry_races() {
     model(StdOrdering::Relaxed);
 }
