@@ -341,7 +341,12 @@ impl M {
     fn own(&self, p: &'static P) {
         let mut owner = p.owner.lock();
         let epoch = p.retake.acquire();
-        *owner = Some((epoch, self.shared.clone()));
+        match &mut *owner {
+            // The same M again (the common case: a P goes idle and its M takes it
+            // back): a new epoch, no reference-count traffic.
+            Some((e, m)) if Arc::ptr_eq(m, &self.shared) => *e = epoch,
+            o => *o = Some((epoch, self.shared.clone())),
+        }
         self.held_word.set(super::p::RetakeWord::held_word(epoch));
     }
 
