@@ -160,9 +160,9 @@ impl Epoll {
         // poller between its read and its clear, awake and about to re-check anyway.
         if !self.wake_pending.swap(true, Ordering::Acquire) {
             let one: u64 = 1;
-            // SAFETY: writes 8 bytes from `one` to the eventfd we own. It cannot fail
-            // but by overflowing the counter, which one pending write never does.
-            unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
+            // It cannot fail but by overflowing the counter, which one pending write
+            // never does.
+            let _ = crate::sys::write(self.wake.as_raw_fd(), &one.to_ne_bytes());
         }
     }
 
@@ -173,10 +173,8 @@ impl Epoll {
     /// land before the read and be consumed, leaving the flag set with nothing
     /// pending: every later `notify` would skip its write.)
     pub(crate) fn ack_wake(&self) {
-        let mut v: u64 = 0;
-        // SAFETY: reads 8 bytes into `v` from the non-blocking eventfd we own (EAGAIN if
-        // the counter is already 0).
-        unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+        // The eventfd is non-blocking: EAGAIN if the counter is already 0.
+        let _ = crate::sys::read(self.wake.as_raw_fd(), &mut [0u8; 8]);
         // Release: the read(2) above comes before the clear for a notify whose Acquire
         // swap reads it (see `notify`).
         self.wake_pending.store(false, Ordering::Release);

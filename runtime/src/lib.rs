@@ -9,7 +9,8 @@
 //! Module map, by layer (each calls only the layers below it, except inside `sched/`;
 //! `tests/layers.rs` checks it; docs/architecture.md has the whole map):
 //! - layer 0: `wait` (the park/ready handshake word, wait reasons), `lockrank` (the
-//!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`.
+//!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`, `sys`
+//!   (system calls that never reach a hook).
 //! - layer 1: `timers` (per-P timer heaps and the firing rule), `netpoll` (the poller,
 //!   which returns what it readied).
 //! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
@@ -34,6 +35,7 @@ mod sched;
 mod spawn;
 mod stack;
 pub mod sync_support;
+mod sys;
 pub mod time;
 mod timers;
 mod wait;

@@ -17,8 +17,8 @@
 //! runs inside [`blocking`](crate::blocking), so a slow DNS server holds up only the
 //! coroutine that asked.
 
-mod poll;
-mod socket;
+pub(crate) mod poll;
+pub(crate) mod socket;
 mod tcp;
 mod udp;
 

@@ -106,46 +106,7 @@ impl<S: AsRawFd> Registered<S> {
     ) -> io::Result<R> {
         crate::preempt_point();
         let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
-        // The turn this call holds on the descriptor, if any (see "many waiters" in
-        // `net/poll.rs`): it must pass it on, or end it, however the call ends (the
-        // guard ends it on an unwind).
-        let mut turn = Turn {
-            pd: &self.pd,
-            dir,
-            held: false,
-            seq: 0,
-        };
-        loop {
-            if self.pd.is_closed() {
-                return Err(closed_error());
-            }
-            let seq = self.pd.seq(dir);
-            turn.seq = seq;
-            if !self.pd.drained(dir, seq) {
-                match op(&self.sock) {
-                    Ok(r) => {
-                        if drained(&r) {
-                            self.pd.clear(dir, seq);
-                            turn.end();
-                        } else {
-                            turn.pass();
-                        }
-                        return Ok(r);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        self.pd.clear(dir, seq);
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        turn.pass();
-                        return Err(e);
-                    }
-                }
-            }
-            // A holder that waits again gives its turn back (`wait` with `front`).
-            let front = std::mem::replace(&mut turn.held, false);
-            turn.held = self.pd.wait(dir, seq, deadline, front)?;
-        }
+        io_loop(&self.pd, dir, deadline, || op(&self.sock), drained)
     }
 
     pub(crate) fn close(&self) {
@@ -158,6 +119,87 @@ impl<S: AsRawFd> Drop for Registered<S> {
         // Before `sock` is dropped (and its fd closed): the poller must not hold a
         // closed fd.
         self.pd.deregister();
+    }
+}
+
+/// The try-wait-retry loop of every operation on a registered descriptor (the body of
+/// [`Registered::io_draining`], shared with the hooks): runs `op` until it does not
+/// fail with `WouldBlock`, waiting for readiness in `dir` in between, until
+/// `deadline` (then `TimedOut`). `drained(&result)`: the call drained the socket (a
+/// short read or write of a stream), so the next operation in `dir` waits for an edge
+/// before its system call instead of making one that would fail with `WouldBlock`.
+pub(crate) fn io_loop<R>(
+    pd: &PollDesc,
+    dir: Dir,
+    deadline: Option<Instant>,
+    mut op: impl FnMut() -> io::Result<R>,
+    drained: impl Fn(&R) -> bool,
+) -> io::Result<R> {
+    // The turn this call holds on the descriptor, if any (see "many waiters" in
+    // `net/poll.rs`): it must pass it on, or end it, however the call ends (the guard
+    // ends it on an unwind).
+    let mut turn = Turn {
+        pd,
+        dir,
+        held: false,
+        seq: 0,
+    };
+    loop {
+        if pd.is_closed() {
+            return Err(closed_error());
+        }
+        let seq = pd.seq(dir);
+        turn.seq = seq;
+        if !pd.drained(dir, seq) {
+            match op() {
+                Ok(r) => {
+                    if drained(&r) {
+                        pd.clear(dir, seq);
+                        turn.end();
+                    } else {
+                        turn.pass();
+                    }
+                    return Ok(r);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    pd.clear(dir, seq);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    turn.pass();
+                    return Err(e);
+                }
+            }
+        }
+        // A holder that waits again gives its turn back (`wait` with `front`).
+        let front = std::mem::replace(&mut turn.held, false);
+        turn.held = pd.wait(dir, seq, deadline, front)?;
+    }
+}
+
+/// Waits, until `deadline`, for the connect started on `sock` (registered as `pd`
+/// after the start) to finish: `Ok` once connected, the socket's error if it failed.
+pub(crate) fn wait_connected(
+    pd: &PollDesc,
+    sock: impl std::os::fd::AsFd,
+    deadline: Option<Instant>,
+) -> io::Result<()> {
+    let sock = socket2::SockRef::from(&sock);
+    loop {
+        let seq = pd.seq(Dir::Write);
+        if pd.wait(Dir::Write, seq, deadline, false)? {
+            // The connect's wait is the descriptor's first: its turn ends here (a
+            // writer after it makes its own call).
+            pd.end_turn(Dir::Write, seq);
+        }
+        if let Some(e) = sock.take_error()? {
+            return Err(e);
+        }
+        match sock.peer_addr() {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => continue, // not yet
+            Err(e) => return Err(e),
+        }
     }
 }
 

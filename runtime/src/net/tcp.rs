@@ -2,12 +2,14 @@
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use super::poll::Dir;
 use super::socket::{each_addr, Registered};
+use crate::sys;
 
 /// The first back-off after `accept` finds no descriptor left (EMFILE, ENFILE).
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
@@ -36,9 +38,17 @@ impl TcpListener {
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let mut backoff = ACCEPT_BACKOFF_MIN;
         loop {
-            match self.reg.io(Dir::Read, |l| l.accept()) {
-                Ok((s, addr)) => {
-                    s.set_nonblocking(true)?;
+            // accept4 with SOCK_NONBLOCK: the new socket is non-blocking at birth.
+            let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+            match self.reg.io(Dir::Read, |l| {
+                sys::os_err(sys::accept4(l.as_raw_fd(), flags))
+            }) {
+                Ok((fd, addr)) => {
+                    // SAFETY: accept4 just returned `fd`, which nothing else owns.
+                    let s = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
+                    let addr = addr.as_socket().ok_or_else(|| {
+                        io::Error::new(io::ErrorKind::InvalidData, "accept: not an IP address")
+                    })?;
                     return Ok((TcpStream::from_std(s)?, addr));
                 }
                 Err(e)
@@ -185,8 +195,11 @@ impl TcpStream {
 
     fn read_bytes(&self, buf: &mut [u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.reg
-            .io_draining(Dir::Read, |mut s| s.read(buf), |&n| 0 < n && n < len)
+        self.reg.io_draining(
+            Dir::Read,
+            |s| sys::os_err(sys::recv(s.as_raw_fd(), buf, 0)),
+            |&n| 0 < n && n < len,
+        )
     }
 
     /// One `readv` into all of `bufs`, as std's.
@@ -194,19 +207,24 @@ impl TcpStream {
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         self.reg.io_draining(
             Dir::Read,
-            |mut s| s.read_vectored(bufs),
+            |s| sys::os_err(sys::readv(s.as_raw_fd(), bufs)),
             |&n| 0 < n && n < len,
         )
     }
 
     fn write_bytes(&self, buf: &[u8]) -> io::Result<usize> {
         let len = buf.len();
-        self.reg
-            .io_draining(Dir::Write, |mut s| s.write(buf), |&n| 0 < n && n < len)
+        self.reg.io_draining(
+            Dir::Write,
+            |s| sys::os_err(sys::send(s.as_raw_fd(), buf, libc::MSG_NOSIGNAL)),
+            |&n| 0 < n && n < len,
+        )
     }
 
     fn write_vectored_bytes(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.reg.io(Dir::Write, |mut s| s.write_vectored(bufs))
+        self.reg.io(Dir::Write, |s| {
+            sys::os_err(sys::writev(s.as_raw_fd(), bufs))
+        })
     }
 }
 
@@ -244,23 +262,8 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => TcpStream::from_std(sock.into())?,
         Err(e) => return Err(e),
     };
-    loop {
-        let pd = &stream.reg.pd;
-        let seq = pd.seq(Dir::Write);
-        if pd.wait(Dir::Write, seq, deadline, false)? {
-            // The connect's wait is the descriptor's first: its turn ends here (a
-            // writer after it makes its own call).
-            pd.end_turn(Dir::Write, seq);
-        }
-        if let Some(e) = stream.reg.sock.take_error()? {
-            return Err(e);
-        }
-        match stream.reg.sock.peer_addr() {
-            Ok(_) => return Ok(stream),
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => continue, // not yet
-            Err(e) => return Err(e),
-        }
-    }
+    super::socket::wait_connected(&stream.reg.pd, &stream.reg.sock, deadline)?;
+    Ok(stream)
 }
 
 impl Read for TcpStream {

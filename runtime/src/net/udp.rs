@@ -2,10 +2,14 @@
 
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::AsRawFd;
 use std::time::Duration;
+
+use socket2::SockAddr;
 
 use super::poll::Dir;
 use super::socket::{each_addr, Registered};
+use crate::sys;
 
 /// A UDP socket on the netpoller.
 pub struct UdpSocket {
@@ -29,12 +33,15 @@ impl UdpSocket {
 
     /// Sends a datagram to the connected peer.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.reg.io(Dir::Write, |s| s.send(buf))
+        self.reg.io(Dir::Write, |s| {
+            sys::os_err(sys::send(s.as_raw_fd(), buf, libc::MSG_NOSIGNAL))
+        })
     }
 
     /// Receives a datagram from the connected peer.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reg.io(Dir::Read, |s| s.recv(buf))
+        self.reg
+            .io(Dir::Read, |s| sys::os_err(sys::recv(s.as_raw_fd(), buf, 0)))
     }
 
     /// Sends a datagram to `addr` (its first resolved address).
@@ -43,12 +50,21 @@ impl UdpSocket {
             .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
-        self.reg.io(Dir::Write, |s| s.send_to(buf, a))
+        let a = SockAddr::from(a);
+        self.reg.io(Dir::Write, |s| {
+            sys::os_err(sys::send_to(s.as_raw_fd(), buf, &a, libc::MSG_NOSIGNAL))
+        })
     }
 
     /// Receives a datagram and the address it came from.
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        self.reg.io(Dir::Read, |s| s.recv_from(buf))
+        let (n, addr) = self.reg.io(Dir::Read, |s| {
+            sys::os_err(sys::recv_from(s.as_raw_fd(), buf, 0))
+        })?;
+        let addr = addr.as_socket().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "recv_from: not an IP address")
+        })?;
+        Ok((n, addr))
     }
 
     /// The connected peer's address.

@@ -188,9 +188,9 @@ fn poke(byte: u8) {
     // Acquire: pairs with the Release stores in `start`.
     let fd = PIPE[1].load(Ordering::Acquire);
     if fd >= 0 {
-        // SAFETY: write(2) of one byte from a local; async-signal-safe. A full pipe
-        // (EAGAIN) already wakes sysmon.
-        unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+        // write(2) through `syscall`: async-signal-safe, and never a hook. A full
+        // pipe (EAGAIN) already wakes sysmon.
+        let _ = crate::sys::write(fd, &[byte]);
     }
 }
 
@@ -456,9 +456,9 @@ fn sleep(ns: Option<i64>) -> bool {
     };
     if n > 0 {
         let mut buf = [0u8; 64];
-        // SAFETY: read(2) into a local buffer from our non-blocking pipe.
-        let got = unsafe { libc::read(rfd, buf.as_mut_ptr().cast(), buf.len()) };
-        if got > 0 && buf[..got as usize].contains(&b'Q') {
+        // From our non-blocking pipe.
+        let got = crate::sys::read(rfd, &mut buf).unwrap_or(0);
+        if buf[..got].contains(&b'Q') {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "SIGQUIT: quit\n\n{}", super::dump::dump());
             std::process::exit(2);

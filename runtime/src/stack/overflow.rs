@@ -183,8 +183,8 @@ fn report(g: &GuardInfo) {
     put(b"') overflowed its ");
     put(fmt_u64((g.usable / 1024) as u64, &mut digits));
     put(b" KiB stack\n");
-    // SAFETY: write(2) on stderr from a buffer we own; async-signal-safe.
-    unsafe { libc::write(2, buf.as_ptr().cast(), n) };
+    // write(2) on stderr through `syscall`: async-signal-safe, and never a hook.
+    let _ = crate::sys::write(2, &buf[..n]);
 }
 
 fn fmt_u64(mut v: u64, out: &mut [u8; 20]) -> &[u8] {
