@@ -20,6 +20,8 @@
 //! - `GORO_MEMBARRIER=off`: do not register for `membarrier`'s expedited barrier, so
 //!   the retake handshake uses its fallback, a SeqCst fence on every entry into goro
 //!   (for testing the fallback; `on`, the default, registers).
+//! - `GORO_HOOKS=off`: with the `hooks` feature, leave std's blocking calls alone (they
+//!   block the thread, as without the feature); `on`, the default, parks coroutines.
 //!
 //! A value that does not parse stops the program with a message naming the variable:
 //! a typo in a tuning knob should not silently fall back to a default.
@@ -44,6 +46,9 @@ pub(crate) struct Config {
     pub(crate) idle_m_exit_ms: u64,
     pub(crate) max_threads: usize,
     pub(crate) membarrier: bool,
+    /// Used only with the `hooks` feature.
+    #[cfg_attr(not(feature = "hooks"), allow(dead_code))]
+    pub(crate) hooks: bool,
 }
 
 impl Config {
@@ -80,8 +85,13 @@ impl Config {
             Ok(v) => parse_on_off(&v).unwrap_or_else(|e| panic!("GORO_MEMBARRIER: {e}")),
             Err(_) => true,
         };
+        let hooks = match std::env::var("GORO_HOOKS") {
+            Ok(v) => parse_on_off(&v).unwrap_or_else(|e| panic!("GORO_HOOKS: {e}")),
+            Err(_) => true,
+        };
         Config {
             membarrier,
+            hooks,
             maxprocs,
             stack_usable,
             schedtrace_ms,

@@ -10,21 +10,26 @@
 //! `tests/layers.rs` checks it; docs/architecture.md has the whole map):
 //! - layer 0: `wait` (the park/ready handshake word, wait reasons), `lockrank` (the
 //!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`, `sys`
-//!   (system calls that never reach a hook).
+//!   (system calls that never reach a hook), `arc_slot` (the hooks' lock-free slot).
 //! - layer 1: `timers` (per-P timer heaps and the firing rule), `netpoll` (the poller,
 //!   which returns what it readied).
 //! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
 //!   module doc is the design comment: glossary, protocols.
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
 //!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), [`time`].
-//! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`].
+//! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
+//!   libc hooks of the `hooks` feature).
 
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "hooks", loom))]
+mod arc_slot;
 mod config;
 pub mod debug;
 mod epoll;
 pub mod fs;
+#[cfg(all(feature = "hooks", not(loom)))]
+mod hooks;
 mod lockrank;
 mod loom;
 mod membarrier;
@@ -60,6 +65,7 @@ pub fn yield_now() {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod __loom {
+    pub use crate::arc_slot::{ArcSlot, Got};
     pub use crate::netpoll::Watch;
     pub use crate::sched::idle::{DeepSleep, Spinning};
     pub use crate::sched::p::{

@@ -17,6 +17,12 @@ pub(crate) use std::sync::atomic::{
 
 pub(crate) use std::sync::atomic::Ordering;
 
+/// `Arc`, for the protocols that hand out references (`arc_slot`).
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc;
+#[cfg(all(not(loom), feature = "hooks"))]
+pub(crate) use std::sync::Arc;
+
 /// Where a Dekker pair is made of SeqCst accesses only (a store or read-modify-write,
 /// then a load of the other side's word), C++'s single total order of SeqCst operations
 /// already forbids both loads from missing the other side's write, and on x86 the
@@ -27,4 +33,14 @@ pub(crate) use std::sync::atomic::Ordering;
 pub(crate) fn seqcst_pair_fence() {
     #[cfg(loom)]
     fence(Ordering::SeqCst);
+}
+
+/// A busy-wait's pause: under loom a yield, so the model lets the awaited thread run.
+#[cfg(any(feature = "hooks", loom))]
+#[inline(always)]
+pub(crate) fn spin_loop() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::hint::spin_loop();
 }

@@ -220,6 +220,10 @@ pub(crate) struct Runtime {
     pub(crate) idle_m_exit: std::time::Duration,
     /// `GORO_MAX_THREADS`: the most Ms alive at once (see `newm`).
     pub(crate) max_threads: usize,
+    /// `GORO_HOOKS`: whether the `hooks` feature parks coroutines (read by the hooks
+    /// as a coroutine first reaches one).
+    #[cfg(feature = "hooks")]
+    pub(crate) hooks: bool,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -291,6 +295,8 @@ fn init_once() -> &'static Runtime {
             deadlock_check: cfg.deadlock_check,
             idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
             max_threads: cfg.max_threads,
+            #[cfg(feature = "hooks")]
+            hooks: cfg.hooks,
         };
         rt.resize_locked(&mut rt.sched.lock(), cfg.maxprocs);
         rt
