@@ -64,6 +64,11 @@ impl<T> ArcSlot<T> {
         let got = if p.is_null() || p == busy() {
             None
         } else {
+            // Under loom, a second look at the slot: a point where the model may run a
+            // `take` between our load and our increment (loom's DPOR sees no conflict
+            // in that window otherwise, and would not try a take there).
+            #[cfg(loom)]
+            let _ = self.ptr.load(Ordering::Relaxed);
             // SAFETY: `p` came from `Arc::into_raw` in `get_or_fill`, and its reference
             // is still held by the slot: a `take` that swapped it out waits for
             // `users` to fall to 0 before it lets its reference go, and we are counted.

@@ -2,6 +2,8 @@
 //! its poll registration: a reader racing a take never takes a reference to a value
 //! the taker let go of, a fill racing a take is disposed of exactly once, and two
 //! racing fillers fill once. Each value counts its drops: exactly one per value made.
+//! Checked by breaking it: without `take`'s wait for readers to leave, the first model
+//! fails (loom reports the `Arc` used after its last reference went).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p goro-runtime --test loom_arc_slot`
 #![cfg(loom)]
