@@ -12,6 +12,11 @@
 //! file runs again under `GORO_MAXPROCS=1` and `2`. A wall-clock bound adds what the
 //! machine did not give us meanwhile (`Lost`; for the CPU loop, the hypervisor's steal
 //! only, since its own spinning threads are the run-queue delay there).
+//!
+//! With the `hooks` feature, std's sleep, sockets and `poll` park the coroutine
+//! instead of blocking it, which is not this file's subject: there the file runs in a
+//! child process with `GORO_HOOKS=off` (`with_hooks_off`), and every test returns at
+//! once in the parent.
 
 mod common;
 
@@ -37,13 +42,45 @@ const T: Duration = Duration::from_secs(60);
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// One scenario at a time in this process (and the re-runs while none runs here).
-fn serial() -> MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// None with the hooks on: see `with_hooks_off`.
+fn serial() -> Option<MutexGuard<'static, ()>> {
+    if hooks_on() {
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Whether std's blocking calls park here (the `hooks` feature, not turned off).
+fn hooks_on() -> bool {
+    cfg!(feature = "hooks") && std::env::var("GORO_HOOKS").map_or(true, |v| v != "off")
+}
+
+/// With the `hooks` feature: the whole file again in a child with `GORO_HOOKS=off`
+/// (its re-runs under `GORO_MAXPROCS=1` and `2` included).
+#[test]
+fn with_hooks_off() {
+    if !hooks_on() {
+        return;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = std::process::Command::new(exe);
+    cmd.env("GORO_HOOKS", "off")
+        .env("RUST_BACKTRACE", "0")
+        .args(["--test-threads=1", "--skip", "with_hooks_off"]);
+    let out = with_timeout(Duration::from_secs(600), move || {
+        cmd.output().expect("spawn test child")
+    });
+    assert!(
+        out.status.success(),
+        "rt_retake failed with GORO_HOOKS=off:\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn under_maxprocs_1_and_2() {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     common::rerun_under_maxprocs("under_maxprocs_1_and_2", &["without_membarrier"]);
 }
 
@@ -52,7 +89,7 @@ fn under_maxprocs_1_and_2() {
 /// P, the scenarios that block in the kernel and the CPU loop.
 #[test]
 fn without_membarrier() {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     if common::nested() {
         return;
     }
@@ -140,7 +177,7 @@ fn scenario<S: Send + Sync + 'static>(
     setup: impl FnOnce() -> S + Send + 'static,
     block: fn(&S, usize),
 ) {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     with_timeout(T, move || {
         let ticker = Ticker::start();
         let (lost, steal) = (Lost::now(), steal_time());
@@ -406,7 +443,7 @@ fn cpu_loop_without_goro_calls() {
 /// and all finish well within a second.
 #[test]
 fn a_thousand_coroutines_in_std_sleep() {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     with_timeout(T, || {
         const COUNT: usize = 1000;
         let lost = Lost::now();
@@ -435,7 +472,7 @@ fn a_thousand_coroutines_in_std_sleep() {
 /// its own thread afterwards; `blocking()` works on a coroutine that lost its P.
 #[test]
 fn pinned_coroutines_and_blocking_keep_working() {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     with_timeout(T, || {
         fn tid() -> i64 {
             // SAFETY: gettid has no preconditions.
@@ -475,7 +512,7 @@ fn pinned_coroutines_and_blocking_keep_working() {
 /// The dump names a coroutine whose M lost its P, with how long ago.
 #[test]
 fn dump_shows_a_coroutine_that_lost_its_p() {
-    let _s = serial();
+    let Some(_s) = serial() else { return };
     with_timeout(T, || {
         let release = Arc::new(AtomicBool::new(false));
         let r = release.clone();

@@ -6,6 +6,8 @@
 //!   process (default `GORO_MAXPROCS`) and again in child processes with
 //!   `GORO_MAXPROCS=1` and `GORO_MAXPROCS=2`, as the project's rules ask.
 //! - [`Baton`]: a turn-passing handshake on the raw park API, for ping-pong tests.
+//! - [`alone`], [`os_threads`], [`thread_names`]: tests that count the process's OS
+//!   threads run by themselves in a child process, with a fresh runtime.
 #![allow(dead_code)]
 
 use std::process::Command;
@@ -194,4 +196,63 @@ impl Lost {
             .sum();
         steal_time().saturating_sub(self.steal) + Duration::from_nanos(delay)
     }
+}
+
+/// Set in the child that [`alone`] starts.
+const ALONE_ENV: &str = "GORO_TEST_ALONE";
+
+/// Runs the test `name` of this binary by itself in a child process (one test
+/// thread, a fresh runtime: no threads left over from other tests), with the
+/// environment `env` added, and fails if it fails. Returns false inside that child,
+/// where the caller then runs the test's body, and true in the parent, which is done.
+pub fn alone(name: &str, env: &[(&str, &str)]) -> bool {
+    if std::env::var_os(ALONE_ENV).is_some() {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut cmd = Command::new(exe);
+    cmd.env(ALONE_ENV, "1")
+        .env(NESTED_ENV, "1")
+        .env("RUST_BACKTRACE", "0")
+        .args(["--exact", name, "--test-threads=1", "--nocapture"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = with_timeout(Duration::from_secs(300), move || {
+        cmd.output().expect("spawn test child")
+    });
+    assert!(
+        out.status.success(),
+        "{name} failed alone:\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    true
+}
+
+/// The process's OS threads now (the `Threads:` line of /proc/self/status).
+pub fn os_threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("Threads: line in /proc/self/status")
+}
+
+/// The process's threads by name, digits dropped (`goro-m12` counts as `goro-m`).
+pub fn thread_names() -> String {
+    let mut names = std::collections::BTreeMap::<String, usize>::new();
+    if let Ok(tasks) = std::fs::read_dir("/proc/self/task") {
+        for t in tasks.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            let name = comm.trim().trim_end_matches(|c: char| c.is_ascii_digit());
+            *names.entry(name.to_string()).or_default() += 1;
+        }
+    }
+    names
+        .iter()
+        .map(|(n, c)| format!("{n} x{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
