@@ -10,7 +10,7 @@
 //! libc's wrapper (`syscall` is one more plain function call).
 //!
 //! Each function returns the result or the `errno` the kernel gave (`Err(errno)`),
-//! leaving `errno` itself as `syscall` set it.
+//! leaving `errno` itself alone.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -19,6 +19,7 @@ use libc::{c_int, c_long};
 use socket2::SockAddr;
 
 /// `errno` of the calling thread.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[inline]
 pub(crate) fn errno() -> c_int {
     // SAFETY: __errno_location returns this thread's errno slot, always valid.
@@ -33,17 +34,12 @@ pub(crate) fn set_errno(e: c_int) {
     unsafe { *libc::__errno_location() = e };
 }
 
-/// `syscall(2)`'s return value: non-negative, or -1 with `errno` set.
-#[inline]
-fn check(r: c_long) -> Result<usize, c_int> {
-    if r < 0 {
-        Err(errno())
-    } else {
-        Ok(r as usize)
-    }
-}
-
-/// A raw system call with up to six arguments (unused ones 0).
+/// A raw system call with up to six arguments (unused ones 0): the kernel's result, or
+/// the errno it returned. `errno` itself is left alone.
+///
+/// On x86_64 and aarch64 the `syscall` / `svc` instruction itself, inline (the same
+/// instructions as glibc's own wrappers, without their cancellation check); elsewhere
+/// libc's `syscall(2)`.
 ///
 /// # Safety
 ///
@@ -51,8 +47,55 @@ fn check(r: c_long) -> Result<usize, c_int> {
 /// it reads or writes).
 #[inline]
 pub(crate) unsafe fn raw6(nr: c_long, a: [usize; 6]) -> Result<usize, c_int> {
+    let r: isize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's contract for the arguments. The kernel clobbers rcx and r11
+    // and nothing else; it does not touch our stack; memory it reads or writes is the
+    // caller's (the asm is not marked pure or read-only, so the compiler assumes it).
+    unsafe {
+        std::arch::asm!(
+            "syscall",
+            inlateout("rax") nr as isize => r,
+            in("rdi") a[0],
+            in("rsi") a[1],
+            in("rdx") a[2],
+            in("r10") a[3],
+            in("r8") a[4],
+            in("r9") a[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above; the kernel preserves every register but x0.
+    unsafe {
+        std::arch::asm!(
+            "svc 0",
+            in("x8") nr as usize,
+            inlateout("x0") a[0] as isize => r,
+            in("x1") a[1],
+            in("x2") a[2],
+            in("x3") a[3],
+            in("x4") a[4],
+            in("x5") a[5],
+            options(nostack),
+        );
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     // SAFETY: the caller's contract; `syscall` passes the arguments on unchanged.
-    check(unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) })
+    let r = unsafe {
+        match libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) {
+            -1 => -(errno() as isize),
+            v => v as isize,
+        }
+    };
+    // The kernel returns -errno for errors, -4095..=-1.
+    if (-4095..0).contains(&r) {
+        Err(-r as c_int)
+    } else {
+        Ok(r as usize)
+    }
 }
 
 /// `read(2)`.

@@ -208,6 +208,7 @@ fn errno_of(e: &std::io::Error) -> c_int {
 /// `MSG_PEEK`: the data read stays queued); `all`: whether the
 /// call waits for all `len` bytes on a stream (`Some(true)` always, `Some(false)`
 /// never, `None` if the socket is a stream: a send).
+#[inline(always)]
 pub(crate) fn blocking_call(
     fd: RawFd,
     dir: Dir,
@@ -216,28 +217,55 @@ pub(crate) fn blocking_call(
     all: Option<bool>,
     mut op: impl FnMut(usize) -> Raw,
 ) -> Raw {
-    let consumes = flags & libc::MSG_PEEK == 0;
-    if flags & libc::MSG_DONTWAIT != 0 {
-        return op(0);
-    }
-    if parking() {
-        let Some(call) = Call::on_coroutine(fd, dir) else {
-            return op(0);
-        };
-        let all = all.unwrap_or_else(|| call.stream());
-        return call.transfer(len, all, consumes, op);
-    }
-    // A plain thread: the real call, and only if the socket turned out non-blocking
-    // underneath, the emulation.
-    let r = op(0);
-    if r != Err(libc::EAGAIN) {
+    if !parking() {
+        // A plain thread: the real call, and only if the socket turned out
+        // non-blocking underneath, the emulation.
+        let r = op(0);
+        if r == Err(libc::EAGAIN) && flags & libc::MSG_DONTWAIT == 0 {
+            return thread_would_block(fd, dir, flags, len, all, op);
+        }
         return r;
     }
+    coroutine_call(fd, dir, flags, len, all, op)
+}
+
+/// A plain thread's call failed with `EAGAIN`: wait if the hooks made the socket
+/// non-blocking underneath (see [`blocking_call`]).
+#[cold]
+#[inline(never)]
+fn thread_would_block(
+    fd: RawFd,
+    dir: Dir,
+    flags: c_int,
+    len: usize,
+    all: Option<bool>,
+    op: impl FnMut(usize) -> Raw,
+) -> Raw {
     match Call::on_thread(fd, dir) {
         Some(call) => {
             let all = all.unwrap_or_else(|| call.stream());
-            call.transfer(len, all, consumes, op)
+            call.transfer(len, all, flags & libc::MSG_PEEK == 0, op)
         }
-        None => r,
+        None => Err(libc::EAGAIN),
     }
+}
+
+/// A coroutine's call (see [`blocking_call`]).
+#[inline(never)]
+fn coroutine_call(
+    fd: RawFd,
+    dir: Dir,
+    flags: c_int,
+    len: usize,
+    all: Option<bool>,
+    mut op: impl FnMut(usize) -> Raw,
+) -> Raw {
+    if flags & libc::MSG_DONTWAIT != 0 {
+        return op(0);
+    }
+    let Some(call) = Call::on_coroutine(fd, dir) else {
+        return op(0);
+    };
+    let all = all.unwrap_or_else(|| call.stream());
+    call.transfer(len, all, flags & libc::MSG_PEEK == 0, op)
 }

@@ -209,6 +209,17 @@ pub(crate) fn current_g_ptr() -> *const G {
     }
 }
 
+/// Whether a coroutine runs on this thread, for a test made before anything that can
+/// switch (the libc hooks' first test, on every call): inlined, a TLS load and two
+/// compares. [`current_g_ptr`] stays out of line for reads after a switch.
+#[cfg(feature = "hooks")]
+#[inline(always)]
+pub(crate) fn on_coroutine_here() -> bool {
+    let m = CURRENT_M.with(|c| c.get());
+    // SAFETY: as in `current_m`: a non-null CURRENT_M is this thread's live M.
+    !m.is_null() && unsafe { !(*m).curg.get().is_null() }
+}
+
 impl M {
     /// The right to the local state of the P this M holds, if it holds one (see
     /// `HeldP`). Must be called on the M's own thread.
