@@ -378,7 +378,9 @@ fn goro_hooks_off_turns_them_off() {
 }
 
 /// Across `fork`: the child (one thread, no runtime threads) makes real calls, and a
-/// socket the parent's coroutines made non-blocking underneath still blocks there.
+/// socket the parent's coroutines made non-blocking underneath still blocks there. The
+/// child's `close` of it leaves the parent's poller alone: the parent's coroutine
+/// still parks on the socket and is woken afterwards.
 #[test]
 fn a_forked_child_makes_real_calls() {
     let _s = serial();
@@ -404,7 +406,12 @@ fn a_forked_child_makes_real_calls() {
                 // SAFETY: a read into a local buffer, then exit without unwinding.
                 unsafe {
                     let n = libc::read(s.as_raw_fd(), b.as_mut_ptr().cast(), 2);
-                    libc::_exit(if n == 2 && &b == b"hi" { 0 } else { 1 });
+                    let closed = libc::close(s.as_raw_fd());
+                    libc::_exit(if n == 2 && &b == b"hi" && closed == 0 {
+                        0
+                    } else {
+                        1
+                    });
                 }
             }
             assert!(pid > 0, "fork failed");

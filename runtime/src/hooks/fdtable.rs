@@ -118,10 +118,14 @@ const STARTING: u8 = 1;
 const ON: u8 = 2;
 const OFF: u8 = 3;
 
+/// Set in a forked child: the poller (an epoll instance the child shares with its
+/// parent) and its table belong to the parent, so `forget` leaves them alone.
+static FORKED: AtomicBool = AtomicBool::new(false);
+
 /// Whether the caller is a coroutine whose blocking calls park.
-#[inline]
+#[inline(always)]
 pub(crate) fn parking() -> bool {
-    if crate::sched::m::current_g_ptr().is_null() {
+    if !crate::sched::m::on_coroutine_here() {
         return false;
     }
     // Relaxed: a switch set once (and in a fork child, by its only thread); `start`
@@ -151,6 +155,7 @@ fn start() -> bool {
         extern "C" fn in_child() {
             // Relaxed: the child has one thread.
             ENABLED.store(OFF, Ordering::Relaxed);
+            FORKED.store(true, Ordering::Relaxed);
         }
         // SAFETY: registers a handler that only stores to an atomic.
         unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
@@ -447,6 +452,14 @@ impl Entry {
         if i != 0 {
             // Release: our uses of the desc come before a new claimer's (Acquire) reuse.
             desc(i - 1).refs.fetch_sub(1, Ordering::Release);
+        }
+        // Relaxed: set by a forked child's only thread, before anything else it runs.
+        // There the registration is left alone: a delete would remove the parent's
+        // registration from the epoll instance they share, the poller's lock may have
+        // been held by a parent thread that is not here, and so may a reader's count
+        // in the slot (the child never parks, so it never uses the registration).
+        if FORKED.load(Ordering::Relaxed) {
+            return;
         }
         if let Some(pd) = self.pd.take() {
             pd.deregister();

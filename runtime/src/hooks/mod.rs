@@ -564,7 +564,7 @@ unsafe fn poll_for(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: Option<D
     if nfds == 0 {
         return match timeout {
             Some(t) => {
-                crate::time::sleep(t);
+                sleep_for(t);
                 Ok(0)
             }
             None => real(None),
@@ -889,7 +889,7 @@ pub unsafe extern "C" fn nanosleep(req: *const libc::timespec, rem: *mut libc::t
         // SAFETY: the caller's timespec.
         return match duration_of(unsafe { &*req }) {
             Some(d) => {
-                crate::time::sleep(d);
+                sleep_for(d);
                 0
             }
             None => ret_int(Err(libc::EINVAL)),
@@ -939,7 +939,7 @@ pub unsafe extern "C" fn clock_nanosleep(
         } else {
             d
         };
-        crate::time::sleep(d);
+        sleep_for(d);
         return 0;
     }
     // SAFETY: the caller's arguments.
@@ -959,7 +959,7 @@ pub unsafe extern "C" fn clock_nanosleep(
 pub extern "C" fn usleep(us: libc::useconds_t) -> c_int {
     let d = Duration::from_micros(us.into());
     if parking() {
-        crate::time::sleep(d);
+        sleep_for(d);
         return 0;
     }
     real_sleep(d).map_or(-1, |_| 0)
@@ -970,12 +970,22 @@ pub extern "C" fn usleep(us: libc::useconds_t) -> c_int {
 pub extern "C" fn sleep(secs: c_uint) -> c_uint {
     let d = Duration::from_secs(secs.into());
     if parking() {
-        crate::time::sleep(d);
+        sleep_for(d);
         return 0;
     }
     match real_sleep(d) {
         Ok(()) => 0,
         Err(left) => left.as_secs() as c_uint + (left.subsec_nanos() > 0) as c_uint,
+    }
+}
+
+/// A coroutine's sleep: a runtime timer, or for a zero duration a yield (what a
+/// thread's zero `nanosleep` amounts to, and what `usleep(0)` loops rely on).
+fn sleep_for(d: Duration) {
+    if d.is_zero() {
+        crate::yield_now();
+    } else {
+        crate::time::sleep(d);
     }
 }
 
