@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per hot-path operation (callgrind), as docs/benchmarks.md reports them:
-#   bench/instructions.sh [OPS_BINARY]     (default: target/release/ops)
+#   bench/instructions.sh [OPS_BINARY [MODE:N ...]]   (default: target/release/ops, the
+#   scheduler's five hot paths)
 # Runs `ops MODE N` and `ops MODE 2N` at GORO_MAXPROCS=1 under callgrind with one
 # output file per thread, and prints, per mode, the busiest thread's difference / N
 # (the M that runs the loop; start-up and sysmon cancel out or stay near 0).
@@ -11,7 +12,10 @@ bin=${1:-target/release/ops}
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for spec in yield:50000 spawnjoin:50000 pingpong:50000 chain:1000 mutex:50000; do
+shift || true
+specs=("$@")
+[ ${#specs[@]} -gt 0 ] || specs=(yield:50000 spawnjoin:50000 pingpong:50000 chain:1000 mutex:50000)
+for spec in "${specs[@]}"; do
     mode=${spec%%:*}; n=${spec#*:}
     for k in 1 2; do
         GORO_MAXPROCS=1 valgrind --tool=callgrind --separate-threads=yes \

@@ -21,6 +21,9 @@ use std::time::{Duration, Instant};
 use goro::net::{TcpListener, TcpStream};
 use goro::sync::{Mutex, Semaphore, WaitGroup};
 
+mod common;
+use common::{block_stop_signals, wait_for_signal};
+
 struct Config {
     addr: String,
     max_conns: usize,
@@ -69,27 +72,6 @@ fn parse_args() -> Config {
         }
     }
     cfg
-}
-
-/// Blocks SIGINT and SIGTERM in the calling thread; threads started afterwards (the
-/// runtime's Ms included) inherit the mask, so only `wait_for_signal` sees them.
-fn block_stop_signals() -> libc::sigset_t {
-    // SAFETY: sigset manipulation on a zeroed set we own; pthread_sigmask on this thread.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGINT);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-        set
-    }
-}
-
-fn wait_for_signal(set: &libc::sigset_t) -> i32 {
-    let mut sig = 0;
-    // SAFETY: `set` is a valid signal set; sigwait writes the signal number.
-    unsafe { libc::sigwait(set, &mut sig) };
-    sig
 }
 
 fn log(msg: std::fmt::Arguments<'_>) {

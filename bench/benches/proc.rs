@@ -14,6 +14,8 @@
 //!   of a baton passed with the raw `prepare` / `park` / `unpark` API.
 //! - `CorosenseiSwitch/resume_suspend`: time per resume+suspend of a bare corosensei
 //!   coroutine, the lower bound of any switch goro makes.
+//! - `HookedCalls/*`: what the `hooks` feature adds to calls that never block: run once
+//!   without and once with `--features hooks` (see `hooked_calls`).
 //!
 //! Measurements that must run on a coroutine use `iter_custom`: the timed loop runs
 //! inside a coroutine spawned once per sample, which returns the time it measured.
@@ -265,6 +267,108 @@ fn corosensei_switch(c: &mut Criterion) {
     g.finish();
 }
 
+/// `HookedCalls`: a one-byte send and receive on a connected UDP socket pair that
+/// never has to wait, so the figures are the calls' own cost. Build once without and
+/// once with the `hooks` feature, and compare:
+///
+/// ```text
+/// cargo bench -p goro-bench --bench proc -- HookedCalls --save-baseline plain
+/// cargo bench -p goro-bench --features hooks --bench proc -- HookedCalls --baseline plain
+/// ```
+///
+/// - `std_thread`: std's `UdpSocket` on a plain thread (the hook's thread-local check
+///   and the real call);
+/// - `std_coroutine`: the same on a coroutine (the hook looks the socket up in its fd
+///   table; std's sockets here are blocking, so it is made non-blocking underneath);
+/// - `goro_thread`, `goro_coroutine`: goro's own `UdpSocket`, whose calls never reach
+///   a hook (the figure must not move);
+/// - `pipe_thread`: a one-byte write and read on a pipe from a plain thread (libc's
+///   `write` and `read`: the hooks' cost for descriptors that are not sockets).
+fn hooked_calls(c: &mut Criterion) {
+    /// A connected pair of sockets and their one-byte send and receive.
+    struct Udp<S> {
+        pair: fn() -> (S, S),
+        send: fn(&S, &[u8]),
+        recv: fn(&S, &mut [u8]),
+    }
+    impl<S: 'static> Udp<S> {
+        fn round(&self, (x, y): &(S, S), iters: u64) -> Duration {
+            let mut buf = [0u8; 1];
+            let start = Instant::now();
+            for i in 0..iters {
+                (self.send)(x, &[i as u8]);
+                (self.recv)(y, &mut buf);
+            }
+            start.elapsed()
+        }
+        fn bench(
+            self,
+            g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+            name: &str,
+            on_coroutine: bool,
+        ) where
+            S: Send,
+        {
+            if on_coroutine {
+                let u = std::sync::Arc::new(self);
+                g.bench_function(name, |b| {
+                    b.iter_custom(|iters| {
+                        let u = u.clone();
+                        in_coroutine(move || u.round(&(u.pair)(), iters))
+                    })
+                });
+            } else {
+                let pair = (self.pair)();
+                g.bench_function(name, |b| b.iter_custom(|iters| self.round(&pair, iters)));
+            }
+        }
+    }
+    /// The `Udp` of a socket type with std's `bind` / `connect` / `send` / `recv`.
+    macro_rules! udp {
+        ($t:ty) => {
+            Udp::<$t> {
+                pair: || {
+                    let a = <$t>::bind("127.0.0.1:0").expect("bind");
+                    let b = <$t>::bind("127.0.0.1:0").expect("bind");
+                    a.connect(b.local_addr().unwrap()).expect("connect");
+                    b.connect(a.local_addr().unwrap()).expect("connect");
+                    (a, b)
+                },
+                send: |s, m| {
+                    s.send(m).expect("send");
+                },
+                recv: |s, m| {
+                    s.recv(m).expect("recv");
+                },
+            }
+        };
+    }
+    let pipe = Udp {
+        pair: || {
+            let mut fds = [0; 2];
+            // SAFETY: pipe writes two descriptors into the array (kept open for the
+            // benchmark's life).
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            (fds[1], fds[0])
+        },
+        send: |&w, m| {
+            // SAFETY: a write of one byte from the caller's slice to our pipe.
+            unsafe { libc::write(w, m.as_ptr().cast(), 1) };
+        },
+        recv: |&r, m| {
+            // SAFETY: a read of one byte into the caller's slice from our pipe.
+            unsafe { libc::read(r, m.as_mut_ptr().cast(), 1) };
+        },
+    };
+    let mut g = c.benchmark_group("HookedCalls");
+    udp!(std::net::UdpSocket).bench(&mut g, "std_thread", false);
+    udp!(std::net::UdpSocket).bench(&mut g, "std_coroutine", true);
+    udp!(goro::net::UdpSocket).bench(&mut g, "goro_thread", false);
+    udp!(goro::net::UdpSocket).bench(&mut g, "goro_coroutine", true);
+    pipe.bench(&mut g, "pipe_thread", false);
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_secs(1))
@@ -323,7 +427,7 @@ fn syscall(c: &mut Criterion) {
 criterion_group! {
     name = proc;
     config = config();
-    targets = spawn_join, gosched, park_ping_pong, corosensei_switch, syscall
+    targets = spawn_join, gosched, park_ping_pong, corosensei_switch, syscall, hooked_calls
 }
 
 // criterion_main!, plus a line saying how many Ps the runtime runs with.
