@@ -32,6 +32,22 @@ fn budget() -> usize {
     goro::maxprocs() + 8
 }
 
+/// Joins `hs` in order, counting the process's threads before each join, and fails
+/// if the most seen is over the budget.
+fn join_within_budget(hs: Vec<goro::JoinHandle<()>>) {
+    let mut most = threads();
+    for h in hs {
+        most = most.max(threads());
+        h.join().unwrap();
+    }
+    assert!(
+        most <= budget(),
+        "{most} threads (budget {}): {}",
+        budget(),
+        thread_names()
+    );
+}
+
 #[test]
 fn under_maxprocs_1_and_2() {
     let _s = serial();
@@ -52,11 +68,7 @@ fn ten_thousand_std_sleeps() {
         let hs: Vec<_> = (0..N)
             .map(|_| goro::go!(move || std::thread::sleep(Duration::from_millis(200))))
             .collect();
-        let mut most = threads();
-        for h in hs {
-            most = most.max(threads());
-            h.join().unwrap();
-        }
+        join_within_budget(hs);
         let took = t0.elapsed();
         assert!(
             took >= Duration::from_millis(200),
@@ -65,12 +77,6 @@ fn ten_thousand_std_sleeps() {
         assert!(
             took < Duration::from_millis(1500),
             "10k sleeps took {took:?}"
-        );
-        assert!(
-            most <= budget(),
-            "{most} threads (budget {}): {}",
-            budget(),
-            thread_names()
         );
     });
 }
@@ -123,18 +129,8 @@ fn std_net_echo_with_two_thousand_clients() {
                 })
             })
             .collect();
-        let mut most = threads();
-        for c in clients {
-            most = most.max(threads());
-            c.join().unwrap();
-        }
+        join_within_budget(clients);
         server.join().unwrap();
-        assert!(
-            most <= budget(),
-            "{most} threads (budget {}): {}",
-            budget(),
-            thread_names()
-        );
     });
 }
 
@@ -280,17 +276,7 @@ fn poll_parks_on_sockets() {
                 })
             })
             .collect();
-        let mut most = threads();
-        for h in hs {
-            most = most.max(threads());
-            h.join().unwrap();
-        }
-        assert!(
-            most <= budget(),
-            "{most} threads (budget {}): {}",
-            budget(),
-            thread_names()
-        );
+        join_within_budget(hs);
     });
 }
 

@@ -264,29 +264,33 @@ pub(crate) fn os_err<T>(r: Result<T, c_int>) -> io::Result<T> {
     r.map_err(io::Error::from_raw_os_error)
 }
 
-/// `accept4(2)` with `flags`: the new descriptor and the peer's address.
-pub(crate) fn accept4(fd: RawFd, flags: c_int) -> Result<(RawFd, SockAddr), c_int> {
-    // SAFETY: `try_init` hands us storage and its length for the kernel to fill.
+/// A call that fills in a socket address: `call(storage, len)` gets the addresses of
+/// zeroed storage and its length, as `syscall` arguments.
+fn with_addr(
+    call: impl FnOnce(usize, usize) -> Result<usize, c_int>,
+) -> Result<(usize, SockAddr), c_int> {
+    // SAFETY: `try_init` hands `call` zeroed storage and its length for the kernel to
+    // fill, and builds the address from what the kernel wrote.
     let r = unsafe {
         SockAddr::try_init(|storage, len| {
-            raw6(
-                libc::SYS_accept4,
-                [
-                    fd as usize,
-                    storage as usize,
-                    len as usize,
-                    flags as usize,
-                    0,
-                    0,
-                ],
-            )
-            .map_err(io::Error::from_raw_os_error)
+            call(storage as usize, len as usize).map_err(io::Error::from_raw_os_error)
         })
     };
-    match r {
-        Ok((n, addr)) => Ok((n as RawFd, addr)),
-        Err(e) => Err(e.raw_os_error().unwrap_or(libc::EINVAL)),
-    }
+    r.map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))
+}
+
+/// `accept4(2)` with `flags`: the new descriptor and the peer's address.
+pub(crate) fn accept4(fd: RawFd, flags: c_int) -> Result<(RawFd, SockAddr), c_int> {
+    let (n, addr) = with_addr(|storage, len| {
+        // SAFETY: the kernel writes the address into `storage`, at most `*len` bytes.
+        unsafe {
+            raw6(
+                libc::SYS_accept4,
+                [fd as usize, storage, len, flags as usize, 0, 0],
+            )
+        }
+    })?;
+    Ok((n as RawFd, addr))
 }
 
 /// `recvfrom(2)`: a datagram and who sent it.
@@ -295,10 +299,10 @@ pub(crate) fn recv_from(
     buf: &mut [u8],
     flags: c_int,
 ) -> Result<(usize, SockAddr), c_int> {
-    // SAFETY: as `accept4` for the address; the kernel writes at most `buf.len()`
-    // bytes into `buf`.
-    let r = unsafe {
-        SockAddr::try_init(|storage, len| {
+    with_addr(|storage, len| {
+        // SAFETY: as in `accept4` for the address; the kernel writes at most
+        // `buf.len()` bytes into `buf`.
+        unsafe {
             raw6(
                 libc::SYS_recvfrom,
                 [
@@ -306,14 +310,12 @@ pub(crate) fn recv_from(
                     buf.as_mut_ptr() as usize,
                     buf.len(),
                     flags as usize,
-                    storage as usize,
-                    len as usize,
+                    storage,
+                    len,
                 ],
             )
-            .map_err(io::Error::from_raw_os_error)
-        })
-    };
-    r.map_err(|e| e.raw_os_error().unwrap_or(libc::EINVAL))
+        }
+    })
 }
 
 /// `sendto(2)` to `addr`.
