@@ -43,6 +43,12 @@ pub const MAX_STACK_SIZE: usize = 1 << 30;
 /// `madvise` advice that installs guard markers (Linux 6.13+). Not in libc yet.
 const MADV_GUARD_INSTALL: libc::c_int = 102;
 
+/// Fresh default-size stacks are mapped this many at a time (see [`Stack::new_slab`]).
+pub(crate) const SLAB_STACKS: usize = 64;
+
+/// `process_madvise`'s name for the calling process (Linux 6.13+). Not in libc yet.
+const PIDFD_SELF: libc::c_int = -10000;
+
 /// How guard pages are made on this machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GuardKind {
@@ -132,8 +138,27 @@ unsafe impl Send for Stack {}
 impl Stack {
     /// Maps a new stack with `usable` bytes (a multiple of the page size) above its guard.
     pub(crate) fn new(usable: usize) -> io::Result<Stack> {
+        Ok(Stack::new_slab(usable, 1)?
+            .pop()
+            .expect("a slab of one holds one stack"))
+    }
+
+    /// Maps `n` stacks of `usable` bytes each (a multiple of the page size) in one
+    /// mapping, `[guard | usable][guard | usable]...`, and installs their guards: with
+    /// guard installs, all `n` in one `process_madvise` where the kernel takes it for
+    /// the calling process (else one `madvise` each); with the `mprotect` fallback, one
+    /// `mprotect` each. Each stack owns its part of the mapping and unmaps only that.
+    ///
+    /// One `mmap` per stack and one `madvise` cost a fresh spawn ~1.1 µs and ~0.9 µs
+    /// here; per stack of a slab of 64 they are a few ns and ~0.4 µs. (The first touch
+    /// of a stack's top page stays: it is the page's zeroing, which a batched
+    /// `MADV_POPULATE_WRITE` does no faster.)
+    pub(crate) fn new_slab(usable: usize, n: usize) -> io::Result<Vec<Stack>> {
         let guard = GUARD_PAGES * page_size();
-        let len = usable + guard;
+        let one = usable + guard;
+        let len = one
+            .checked_mul(n)
+            .ok_or_else(|| alloc_error(usable, io::Error::from_raw_os_error(libc::ENOMEM)))?;
         // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
         let p = unsafe {
             libc::mmap(
@@ -148,24 +173,21 @@ impl Stack {
         if p == libc::MAP_FAILED {
             return Err(alloc_error(usable, io::Error::last_os_error()));
         }
-        let rc = match guard_kind() {
-            // SAFETY: the guard range is the bottom of the mapping we just made.
-            GuardKind::GuardInstall => unsafe { libc::madvise(p, guard, MADV_GUARD_INSTALL) },
-            // SAFETY: as above.
-            GuardKind::Mprotect => unsafe { libc::mprotect(p, guard, libc::PROT_NONE) },
-        };
-        if rc != 0 {
-            let err = io::Error::last_os_error();
+        let base = p as usize;
+        if let Err(err) = install_guards(base, one, guard, n) {
             // SAFETY: unmapping the mapping we own and have not handed out.
             unsafe { libc::munmap(p, len) };
             return Err(alloc_error(usable, err));
         }
-        Ok(Stack {
-            // SAFETY: mmap succeeded, so `p` is not null.
-            map: unsafe { NonNull::new_unchecked(p.cast()) },
-            len,
-            guard,
-        })
+        Ok((0..n)
+            .map(|k| Stack {
+                // SAFETY: mmap succeeded, so the mapping (and every part of it) is not
+                // at null.
+                map: unsafe { NonNull::new_unchecked((base + k * one) as *mut u8) },
+                len: one,
+                guard,
+            })
+            .collect())
     }
 
     /// Usable bytes above the guard.
@@ -199,6 +221,94 @@ unsafe impl corosensei::stack::Stack for Stack {
     fn limit(&self) -> StackPointer {
         StackPointer::new(self.map.as_ptr() as usize + self.guard).expect("stack limit is not null")
     }
+}
+
+/// Installs the guard (the lowest `guard` bytes) of each of the `n` stacks of `one`
+/// bytes from `base` (see [`Stack::new_slab`]).
+fn install_guards(base: usize, one: usize, guard: usize, n: usize) -> io::Result<()> {
+    let each = |k: usize| {
+        let at = (base + k * one) as *mut libc::c_void;
+        let rc = match guard_kind() {
+            // SAFETY: the guard range is the bottom of stack `k`, inside the mapping
+            // the caller just made; the advice only changes page tables.
+            GuardKind::GuardInstall => unsafe { libc::madvise(at, guard, MADV_GUARD_INSTALL) },
+            // SAFETY: as above.
+            GuardKind::Mprotect => unsafe { libc::mprotect(at, guard, libc::PROT_NONE) },
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    let mut done = 0;
+    if guard_kind() == GuardKind::GuardInstall && n > 1 && batched_guards() {
+        // process_madvise takes at most IOV_MAX (1024) ranges and returns the bytes it
+        // advised, in order: what it did not reach gets one madvise each below.
+        let iov: Vec<libc::iovec> = (0..n.min(1024))
+            .map(|k| libc::iovec {
+                iov_base: (base + k * one) as *mut libc::c_void,
+                iov_len: guard,
+            })
+            .collect();
+        // SAFETY: the ranges are the guards of stacks in the caller's fresh mapping.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                PIDFD_SELF,
+                iov.as_ptr(),
+                iov.len(),
+                MADV_GUARD_INSTALL,
+                0,
+            )
+        };
+        if r > 0 {
+            done = r as usize / guard;
+        }
+    }
+    (done..n).try_for_each(each)
+}
+
+/// Whether `process_madvise(PIDFD_SELF, .., MADV_GUARD_INSTALL)` works here (Linux
+/// 6.13+), tried once on a scratch mapping.
+fn batched_guards() -> bool {
+    static OK: OnceLock<bool> = OnceLock::new();
+    *OK.get_or_init(|| {
+        let page = page_size();
+        // SAFETY: a fresh anonymous mapping of two pages; no memory is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                2 * page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        let iov = [libc::iovec {
+            iov_base: p,
+            iov_len: page,
+        }];
+        // SAFETY: one range inside the scratch mapping; the advice only changes page
+        // tables.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                PIDFD_SELF,
+                iov.as_ptr(),
+                1usize,
+                MADV_GUARD_INSTALL,
+                0,
+            )
+        };
+        // SAFETY: unmapping the scratch mapping we own.
+        unsafe { libc::munmap(p, 2 * page) };
+        r == page as libc::c_long
+    })
 }
 
 /// The error for a failed stack allocation, naming `vm.max_map_count` when the cause is
@@ -236,6 +346,40 @@ mod tests {
         let s = usable_size(MIN_STACK_SIZE + 1).unwrap();
         assert_eq!(s % page_size(), 0);
         assert!(s > MIN_STACK_SIZE);
+    }
+
+    #[test]
+    fn a_slab_of_stacks_is_guarded_under_every_stack() {
+        let usable = usable_size(64 * 1024).unwrap();
+        let slab = Stack::new_slab(usable, SLAB_STACKS).unwrap();
+        assert_eq!(slab.len(), SLAB_STACKS);
+        for s in &slab {
+            use corosensei::stack::Stack as _;
+            let (lo, hi) = s.guard_range();
+            assert_eq!(hi - lo, GUARD_PAGES * page_size());
+            assert_eq!(s.limit().get(), hi);
+            assert_eq!(s.base().get() - hi, usable);
+            // SAFETY: the first and last usable bytes of this stack.
+            unsafe {
+                *(hi as *mut u8) = 1;
+                *((s.base().get() - 1) as *mut u8) = 2;
+            }
+            // The guard is not resident (and must never become so).
+            let mut vec = vec![0u8; GUARD_PAGES];
+            // SAFETY: the range is inside our mapping; vec has one byte per page.
+            let rc = unsafe { libc::mincore(lo as *mut _, hi - lo, vec.as_mut_ptr()) };
+            assert_eq!(rc, 0);
+            assert!(vec.iter().all(|b| b & 1 == 0));
+        }
+        // Stacks of one slab go their own ways: dropping some leaves the others whole.
+        let mut slab = slab;
+        let kept = slab.split_off(SLAB_STACKS / 2);
+        drop(slab);
+        for s in &kept {
+            use corosensei::stack::Stack as _;
+            // SAFETY: as above.
+            unsafe { *((s.base().get() - 1) as *mut u8) = 3 };
+        }
     }
 
     #[test]

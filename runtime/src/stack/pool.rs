@@ -2,7 +2,10 @@
 //! stacks go back to the OS, slowly.
 //!
 //! Only stacks of the runtime's default size are recycled; a coroutine spawned with
-//! its own `stack_size` gets a fresh mapping and unmaps it when it ends. A P takes from
+//! its own `stack_size` gets a fresh mapping and unmaps it when it ends. When there is
+//! no default-size stack to reuse, a slab of [`SLAB_STACKS`] is mapped at once
+//! (`Stack::new_slab`: one `mmap`, and the guards in one call where the kernel allows);
+//! the caller takes one and the others go to its P's cache and the global pool. A P takes from
 //! and returns to its own cache without any lock; when the cache overflows, half of it
 //! moves to the global pool, and when it is empty it refills half from there.
 //!
@@ -18,7 +21,7 @@ use crate::lockrank::{Mutex, Rank};
 use std::cell::RefCell;
 use std::io;
 
-use super::Stack;
+use super::{Stack, SLAB_STACKS};
 
 /// Stacks a P keeps for itself.
 pub(crate) const P_CACHE_MAX: usize = 32;
@@ -74,6 +77,24 @@ impl StackPool {
             } else if let Some(s) = self.global.lock().pop() {
                 return Ok(s);
             }
+            // None to reuse: map a slab of them. This caller takes one; the rest go to
+            // its P's cache, up to half of it, and to the global pool. A slab that
+            // cannot be had (near `vm.max_map_count` with mprotect guards, where a slab
+            // needs two mappings per stack) falls back to one stack.
+            let Ok(mut slab) = Stack::new_slab(usable, SLAB_STACKS) else {
+                return Stack::new(usable);
+            };
+            let mine = slab.pop().expect("a slab is not empty");
+            if let Some(cache) = cache {
+                let keep = slab.len().min(P_CACHE_MAX / 2);
+                let rest = slab.split_off(keep);
+                cache.stacks.borrow_mut().append(&mut slab);
+                slab = rest;
+            }
+            if !slab.is_empty() {
+                self.release(slab);
+            }
+            return Ok(mine);
         }
         Stack::new(usable)
     }
