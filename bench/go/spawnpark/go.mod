@@ -1,0 +1,3 @@
+module goro-spawnpark
+
+go 1.19
