@@ -416,3 +416,49 @@ fn a_forked_child_makes_real_calls() {
         );
     });
 }
+
+/// A socket that is the process's standard input, inherited rather than made here, is
+/// left alone: `O_NONBLOCK` belongs to the open file, which the parent shares, so a
+/// coroutine's read of it is the real call and never sets the flag underneath. (The
+/// socket is put on fd 0 with a raw `dup2`, which the hooks do not see, as a parent's
+/// would be.)
+#[test]
+fn an_inherited_socket_on_stdin_is_left_alone() {
+    let _s = serial();
+    with_timeout(T, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (s, _) = l.accept().unwrap();
+        c.write_all(b"in").unwrap();
+        // SAFETY: raw system calls on descriptors we own: save stdin, put the socket
+        // there (not through the hooks), and restore it below.
+        let saved = unsafe { libc::syscall(libc::SYS_dup, 0) } as i32;
+        assert!(saved >= 0);
+        // SAFETY: as above.
+        let onto = unsafe { libc::syscall(libc::SYS_dup2, s.as_raw_fd(), 0) };
+        assert_eq!(onto, 0);
+        let (n, b, fl) = goro::go!(|| {
+            let mut b = [0u8; 2];
+            // SAFETY: a read into a local buffer from fd 0, then F_GETFL through the
+            // raw system call (the kernel's own view, not the hooks').
+            unsafe {
+                let n = libc::read(0, b.as_mut_ptr().cast(), 2);
+                let fl = libc::syscall(libc::SYS_fcntl, 0, libc::F_GETFL) as i32;
+                (n, b, fl)
+            }
+        })
+        .join()
+        .unwrap();
+        // SAFETY: restore stdin and drop the saved copy, as above.
+        unsafe {
+            libc::syscall(libc::SYS_dup2, saved, 0);
+            libc::syscall(libc::SYS_close, saved);
+        }
+        assert_eq!((n, &b), (2, b"in"));
+        assert_eq!(
+            fl & libc::O_NONBLOCK,
+            0,
+            "O_NONBLOCK was set on an inherited stdin"
+        );
+    });
+}

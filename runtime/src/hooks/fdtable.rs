@@ -302,10 +302,21 @@ impl Entry {
 
     /// The state, filled in from the kernel first if unknown. Returns an unknown state
     /// (neither socket nor other) if the descriptor is not open.
+    ///
+    /// Descriptors 0, 1 and 2 that the process did not open itself (a socket it made
+    /// and that landed there is `born_socket`'s) are left alone: standard streams are
+    /// shared with the parent and its other children, and `O_NONBLOCK` belongs to the
+    /// open file, so setting it underneath would make their reads fail with `EAGAIN`
+    /// in the other processes (Go leaves them alone too, since golang/go#24164).
     pub(crate) fn known(&self, fd: RawFd) -> State {
         let st = self.state();
         if st.0 & KIND != UNKNOWN {
             return st;
+        }
+        if (0..=2).contains(&fd) {
+            // Release: as in `fill`.
+            self.kind.store(OTHER, Ordering::Release);
+            return self.state();
         }
         let ty = match sys::getsockopt::<c_int>(fd, libc::SOL_SOCKET, libc::SO_TYPE) {
             Ok(ty) => ty,
