@@ -222,9 +222,13 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
 
     // Steal, if few enough Ms are at it already. While another P is busy, keep at
     // it for up to SPIN_BUDGET_NS: that P is likely to queue more work soon, and a
-    // spinning M turns its wakeps into no-ops instead of futex wake-ups. While a
-    // timer is due within the poller's early-wake margin, keep at it too: sleeping
-    // would wake late (see netpoll.rs, "waking early").
+    // spinning M turns its wakeps into no-ops instead of futex wake-ups. But not while
+    // callers wait on sockets and no M watches the poller: a spinning M does not poll,
+    // so the work a network server waits for would sit in the kernel meanwhile, and
+    // the spin is pure CPU (an echo server's user time per round trip halved without
+    // it, docs/benchmarks.md); the M goes to sleep in the poller instead, where the
+    // sockets wake it. While a timer is due within the poller's early-wake margin,
+    // keep at it too: sleeping would wake late (see netpoll.rs, "waking early").
     if m.spin.is_spinning() || rt.spinning.may_spin(rt.procs()) {
         m.spin.start(&rt.spinning);
         let spin_start = Instant::now();
@@ -237,7 +241,8 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
                 return Some(r);
             }
             let busy_others = rt.spinning.others_busy(rt.procs())
-                && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS);
+                && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS)
+                && !(rt.netpoll.has_waiters() && !rt.netpoll.busy());
             if !busy_others && !timers::due_within(rt.netpoll.early_margin()) {
                 break;
             }
