@@ -240,9 +240,10 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
             if let Some(r) = runq_get(&p) {
                 return Some(r);
             }
+            let sockets_unwatched = rt.netpoll.has_waiters() && !rt.netpoll.busy();
             let busy_others = rt.spinning.others_busy(rt.procs())
                 && spin_start.elapsed() < Duration::from_nanos(SPIN_BUDGET_NS)
-                && !(rt.netpoll.has_waiters() && !rt.netpoll.busy());
+                && !sockets_unwatched;
             if !busy_others && !timers::due_within(rt.netpoll.early_margin()) {
                 break;
             }
