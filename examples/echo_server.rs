@@ -21,8 +21,9 @@ use std::time::{Duration, Instant};
 use goro::net::{TcpListener, TcpStream};
 use goro::sync::{Mutex, Semaphore, WaitGroup};
 
-mod common;
-use common::{block_stop_signals, wait_for_signal};
+#[path = "support/signals.rs"]
+mod signals;
+use signals::{block_stop_signals, wait_for_signal};
 
 struct Config {
     addr: String,

@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use goro::sync::{Mutex, WaitGroup};
 
-mod common;
-use common::{block_stop_signals, wait_for_signal};
+#[path = "support/signals.rs"]
+mod signals;
+use signals::{block_stop_signals, wait_for_signal};
 
 fn usage(err: &str) -> ! {
     eprintln!("std_echo_server: {err}");

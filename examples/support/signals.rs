@@ -1,4 +1,5 @@
-//! What the echo server examples share: stopping on SIGINT / SIGTERM.
+//! Shared by the echo server examples (`echo_server`, `std_echo_server`): stopping on
+//! SIGINT / SIGTERM.
 //!
 //! (`goro::signal` is to replace this raw `sigwait`; see the issues.)
 
