@@ -4,7 +4,7 @@
 //!
 //! Each scenario runs a ticker coroutine (a 1 ms goro sleep in a loop) while four
 //! coroutines block the same way for `BLOCK`, and checks three things. The ticker's
-//! worst lateness stays within 5 ms (25 ms for a CPU loop). The four blocked at the
+//! worst lateness stays within 5 ms (40 ms for a CPU loop). The four blocked at the
 //! same time, not one after another. Each works normally afterwards: a yield, a
 //! channel op, a spawned coroutine joined.
 //!
@@ -34,8 +34,13 @@ const N: usize = 4;
 /// The ticker's bound while the blockers sit in the kernel.
 const LATE_BLOCKED: Duration = Duration::from_millis(5);
 /// The ticker's bound while the blockers compute: a CPU-bound coroutine loses its P
-/// only after its slice and the preempt request's grace (sysmon `RETAKE_CPU_NS`).
-const LATE_COMPUTING: Duration = Duration::from_millis(25);
+/// only after its slice and the preempt request's grace (sysmon `RETAKE_CPU_NS`,
+/// 12 ms), and then keeps computing on its own thread, so four of them and the ticker
+/// share the 2 vCPUs under the kernel's scheduler. Typical worst ticks are 12–21 ms;
+/// 27 and 30 ms were seen in CI runs (1 in ~20). Go itself reaches 34 ms in the same
+/// situation on this machine (docs/benchmarks.md, `blockfree`, the cpu row at 2 Ps).
+/// Without retake the ticker would wait out the 200 ms loops.
+const LATE_COMPUTING: Duration = Duration::from_millis(40);
 /// The watchdog of every test.
 const T: Duration = Duration::from_secs(60);
 
