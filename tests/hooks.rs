@@ -42,7 +42,8 @@ fn join_within_budget(hs: Vec<goro::JoinHandle<()>>) {
     }
     assert!(
         most <= budget(),
-        "{most} threads (budget {}): {}",
+        "{} {most} threads (budget {}): {}",
+        common::BUDGET_MISS,
         budget(),
         thread_names()
     );

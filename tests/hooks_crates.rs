@@ -107,8 +107,9 @@ fn check_threads(what: &str, w: &Watched, before: usize) {
     );
     assert!(
         w.max_threads <= procs + EXTRA_THREADS,
-        "{what}: {} OS threads at once with maxprocs {procs} ({before} before): the blocking \
-         calls did not park their coroutines; threads then: {}",
+        "{} {what}: {} OS threads at once with maxprocs {procs} ({before} before): the \
+         blocking calls did not park their coroutines; threads then: {}",
+        common::BUDGET_MISS,
         w.max_threads,
         w.over.as_deref().unwrap_or("?")
     );

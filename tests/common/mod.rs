@@ -201,31 +201,57 @@ impl Lost {
 /// Set in the child that [`alone`] starts.
 const ALONE_ENV: &str = "GORO_TEST_ALONE";
 
+/// What a thread-budget assertion's message starts with (see [`alone`]).
+pub const BUDGET_MISS: &str = "[thread budget]";
+
 /// Runs the test `name` of this binary by itself in a child process (one test
 /// thread, a fresh runtime: no threads left over from other tests), with the
 /// environment `env` added, and fails if it fails. Returns false inside that child,
 /// where the caller then runs the test's body, and true in the parent, which is done.
+///
+/// A child that failed only its thread budget (a message starting with
+/// [`BUDGET_MISS`]) runs once more, and the first attempt's output goes to stderr.
+/// Under load from outside the test, a thread that waits in the kernel for more than
+/// ~20 µs (for `mmap_lock` in a page fault, on a std `Mutex`'s futex) can have its P
+/// retaken and handed to a new thread, so a count can exceed the budget by a few.
+/// Calls that do not park exceed it by hundreds, every time.
 pub fn alone(name: &str, env: &[(&str, &str)]) -> bool {
     if std::env::var_os(ALONE_ENV).is_some() {
         return false;
     }
-    let exe = std::env::current_exe().expect("current_exe");
-    let mut cmd = Command::new(exe);
-    cmd.env(ALONE_ENV, "1")
-        .env(NESTED_ENV, "1")
-        .env("RUST_BACKTRACE", "0")
-        .args(["--exact", name, "--test-threads=1", "--nocapture"]);
-    for (k, v) in env {
-        cmd.env(k, v);
+    let run = || {
+        let exe = std::env::current_exe().expect("current_exe");
+        let mut cmd = Command::new(exe);
+        cmd.env(ALONE_ENV, "1")
+            .env(NESTED_ENV, "1")
+            .env("RUST_BACKTRACE", "0")
+            .args(["--exact", name, "--test-threads=1", "--nocapture"]);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        with_timeout(Duration::from_secs(300), move || {
+            cmd.output().expect("spawn test child")
+        })
+    };
+    let report = |out: &std::process::Output| {
+        format!(
+            "--- stdout ---\n{}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+    let mut out = run();
+    if !out.status.success() && report(&out).contains(BUDGET_MISS) {
+        eprintln!(
+            "{name}: missed its thread budget once; running it again\n{}",
+            report(&out)
+        );
+        out = run();
     }
-    let out = with_timeout(Duration::from_secs(300), move || {
-        cmd.output().expect("spawn test child")
-    });
     assert!(
         out.status.success(),
-        "{name} failed alone:\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        "{name} failed alone:\n{}",
+        report(&out)
     );
     true
 }
