@@ -234,10 +234,7 @@ pub(crate) fn poll_one(
         events,
         revents: 0,
     };
-    let ts = timeout.map(|t| libc::timespec {
-        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_nsec: t.subsec_nanos() as c_long,
-    });
+    let ts = timeout.map(timespec);
     let tsp = ts
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
@@ -256,6 +253,15 @@ pub(crate) fn poll_one(
         )?
     };
     Ok(if n == 0 { 0 } else { pfd.revents })
+}
+
+/// A duration as a `timespec` (seconds saturating).
+#[cfg(feature = "hooks")]
+pub(crate) fn timespec(d: std::time::Duration) -> libc::timespec {
+    libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: d.subsec_nanos() as c_long,
+    }
 }
 
 /// An `Err(errno)` as an `io::Error`.

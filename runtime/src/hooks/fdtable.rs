@@ -286,7 +286,8 @@ impl Entry {
     pub(crate) fn state(&self) -> State {
         let kind = self.kind.load(Ordering::Acquire);
         match self.desc() {
-            // Relaxed: the flags are plain settings; `set` orders their kernel state.
+            // Acquire: pairs with `set`'s Release, so a hook that sees OUR_NB also sees
+            // the O_NONBLOCK set underneath before it.
             Some(d) => State(kind | d.flags.load(Ordering::Acquire)),
             None => State(kind),
         }

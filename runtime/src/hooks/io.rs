@@ -142,15 +142,17 @@ impl Call {
     /// `done` bytes. `all`: the call is not complete until all `len` bytes went (a
     /// stream send, `MSG_WAITALL`), or the peer closed (a read of 0), or the timeout
     /// or an error came after some did (then the partial count, as the kernel).
-    /// `consumes`: a short result empties the socket (not so for `MSG_PEEK`).
+    /// `all` and `flags` as for [`blocking_call`] (`None`: all on a stream); a short
+    /// result empties the socket unless the call peeks (`MSG_PEEK`).
     pub(crate) fn transfer(
         &self,
         len: usize,
-        all: bool,
-        consumes: bool,
+        all: Option<bool>,
+        flags: c_int,
         mut op: impl FnMut(usize) -> Raw,
     ) -> Raw {
-        let stream = consumes && self.stream();
+        let all = all.unwrap_or_else(|| self.stream());
+        let stream = flags & libc::MSG_PEEK == 0 && self.stream();
         let mut done = 0usize;
         loop {
             let want = len - done;
@@ -242,10 +244,7 @@ fn thread_would_block(
     op: impl FnMut(usize) -> Raw,
 ) -> Raw {
     match Call::on_thread(fd, dir) {
-        Some(call) => {
-            let all = all.unwrap_or_else(|| call.stream());
-            call.transfer(len, all, flags & libc::MSG_PEEK == 0, op)
-        }
+        Some(call) => call.transfer(len, all, flags, op),
         None => Err(libc::EAGAIN),
     }
 }
@@ -266,6 +265,5 @@ fn coroutine_call(
     let Some(call) = Call::on_coroutine(fd, dir) else {
         return op(0);
     };
-    let all = all.unwrap_or_else(|| call.stream());
-    call.transfer(len, all, flags & libc::MSG_PEEK == 0, op)
+    call.transfer(len, all, flags, op)
 }

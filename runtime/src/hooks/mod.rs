@@ -550,10 +550,7 @@ fn duration_of(ts: &libc::timespec) -> Option<Duration> {
 /// `fds` holds `nfds` pollfds.
 unsafe fn poll_for(fds: *mut libc::pollfd, nfds: libc::nfds_t, timeout: Option<Duration>) -> Raw {
     let real = |t: Option<Duration>| {
-        let ts = t.map(|t| libc::timespec {
-            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
-            tv_nsec: t.subsec_nanos() as libc::c_long,
-        });
+        let ts = t.map(sys::timespec);
         let tp = ts.as_ref().map_or(std::ptr::null(), |t| t as *const _);
         // SAFETY: the caller's pollfds and a timespec of ours.
         unsafe { real_ppoll(fds, nfds, tp, std::ptr::null()) }
@@ -992,10 +989,7 @@ fn sleep_for(d: Duration) {
 /// A thread's `nanosleep` for `d`; the time left if a signal interrupted it (errno
 /// set).
 fn real_sleep(d: Duration) -> Result<(), Duration> {
-    let req = libc::timespec {
-        tv_sec: d.as_secs() as libc::time_t,
-        tv_nsec: d.subsec_nanos() as libc::c_long,
-    };
+    let req = sys::timespec(d);
     let mut rem = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
