@@ -3,7 +3,7 @@
 mod common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::{busy, with_timeout};
@@ -95,35 +95,34 @@ fn ten_thousand_sleepers_wake_in_deadline_order() {
         let wakes = goro::go!(|| {
             // All sleepers are created first and held at a gate; their deadlines count
             // from a base set when the gate opens, so a slow (debug, loaded) spawn loop
-            // neither makes them start late nor holds a P while timers are due.
+            // neither makes them start late nor holds a P while timers are due. Each
+            // returns its reading through its handle: a shared std Mutex would block
+            // the Ms a retake hands the P to, and a woken waiter that loses the
+            // lock to others sleeps in the kernel, out of reach of `Lost`.
             let gate = WaitGroup::new();
             gate.add(1);
             let base: Arc<OnceLock<Instant>> = Arc::default();
-            let wakes = Arc::new(Mutex::new(Vec::with_capacity(10_000)));
             let mut seed = 42u64;
             let hs: Vec<_> = (0..10_000)
                 .map(|_| {
                     let offset = Duration::from_micros(rng(&mut seed) % 1_500_000);
-                    let (gate, base, wakes) = (gate.clone(), base.clone(), wakes.clone());
+                    let (gate, base) = (gate.clone(), base.clone());
                     goro::go!(move || {
                         gate.wait();
                         let deadline =
                             *base.get().expect("base set before the gate opens") + offset;
                         let started = Instant::now();
                         goro::time::sleep_until(deadline);
-                        wakes
-                            .lock()
-                            .unwrap()
-                            .push((deadline, Instant::now(), started < deadline));
+                        (deadline, Instant::now(), started < deadline)
                     })
                 })
                 .collect();
             base.set(Instant::now() + Duration::from_millis(100))
                 .unwrap();
             gate.done();
-            hs.into_iter().for_each(|h| h.join().unwrap());
-            let w = wakes.lock().unwrap().clone();
-            w
+            hs.into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
         })
         .join()
         .unwrap();
