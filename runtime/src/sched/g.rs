@@ -142,9 +142,11 @@ unsafe impl Send for G {}
 unsafe impl Sync for G {}
 
 impl G {
-    /// Makes a G that will run `main` on `stack`.
+    /// Makes a G that will run `main` on `stack`: in `shell`, a dead G of this P's
+    /// (see [`GShells`]), if there is one, else in a new allocation.
     #[inline]
     pub(crate) fn new(
+        shell: Option<GRef>,
         id: u64,
         name: Option<String>,
         pinned: bool,
@@ -161,7 +163,7 @@ impl G {
             unsafe { *(*g).yielder.get() = y as *const _ };
             main();
         });
-        Arc::new(G {
+        let g = G {
             id,
             guard: GuardInfo {
                 guard_lo,
@@ -180,7 +182,19 @@ impl G {
             parked_self_ref: UnsafeCell::new(false),
             pinned,
             locked_m: UnsafeCell::new(std::ptr::null()),
-        })
+        };
+        match shell {
+            Some(mut shell) => {
+                // A shell is a unique reference (`GShells::put` checked), so nothing
+                // can see the old G being overwritten.
+                match Arc::get_mut(&mut shell) {
+                    Some(old) => *old = g,
+                    None => super::fatal!("G::new: a G shell is shared"),
+                }
+                shell
+            }
+            None => Arc::new(g),
+        }
     }
 
     /// The M this pinned G is bound to, or null before its first run.
@@ -305,5 +319,84 @@ impl G {
             // doc); the caller holds another, so this does not free the G.
             unsafe { Arc::decrement_strong_count(Arc::as_ptr(this)) };
         }
+    }
+}
+
+/// Dead Gs kept by a P for its next spawns (Go: gfput/gfget, the P's free list of
+/// dead Gs), so a spawn does not allocate its G and an exit does not free one. Only a
+/// G that nothing else references is kept: an `Arc` that is unique cannot be reached
+/// by a stale unparker, the dump or a queue, so overwriting it is invisible. (Stacks
+/// are cached per P apart from the shells, by the stack pool.) Owner-only: it lives in
+/// the P's local state.
+#[derive(Default)]
+pub(crate) struct GShells {
+    shells: std::cell::RefCell<Vec<GRef>>,
+}
+
+/// The most dead Gs a P keeps (Go keeps 64 per P before moving half to a global list;
+/// beyond this, a dead G is freed).
+pub(crate) const G_SHELLS_MAX: usize = 64;
+
+impl GShells {
+    /// A dead G to build the next one in, if the P has one.
+    #[inline]
+    pub(crate) fn get(&self) -> Option<GRef> {
+        self.shells.borrow_mut().pop()
+    }
+
+    /// Keeps `g`, whose coroutine has returned and whose stack has been taken, if
+    /// nothing else references it and there is room; else drops it.
+    #[inline]
+    pub(crate) fn put(&self, mut g: GRef) {
+        let mut shells = self.shells.borrow_mut();
+        if shells.len() < G_SHELLS_MAX && Arc::get_mut(&mut g).is_some() {
+            shells.push(g);
+        }
+    }
+
+    /// Frees every kept G (a P being retired).
+    pub(crate) fn clear(&self) {
+        self.shells.borrow_mut().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::usable_size;
+
+    fn dead_g(shell: Option<GRef>, id: u64) -> GRef {
+        let stack = Stack::new(usable_size(64 * 1024).unwrap()).unwrap();
+        let g = G::new(shell, id, Some(format!("g{id}")), false, stack, || {});
+        // Nobody resumes it; drop its coroutine as `take_stack` does for a dead one.
+        // SAFETY: we are the only owner; the coroutine never started.
+        unsafe { (*g.co.get()).take() };
+        g
+    }
+
+    #[test]
+    fn shells_are_reused_only_when_unique_and_up_to_the_cap() {
+        let shells = GShells::default();
+        let g = dead_g(None, 1);
+        let addr = Arc::as_ptr(&g);
+        shells.put(g);
+        let reused = dead_g(shells.get(), 2);
+        assert_eq!(Arc::as_ptr(&reused), addr, "a unique dead G is built over");
+        assert_eq!((reused.id, reused.guard.name.as_deref()), (2, Some("g2")));
+        assert_eq!(reused.status(), GStatus::Runnable);
+        assert!(shells.get().is_none());
+
+        // A G someone still references (a stale unparker) is not kept.
+        let stale = reused.clone();
+        shells.put(reused);
+        assert!(shells.get().is_none());
+        drop(stale);
+
+        for id in 0..(G_SHELLS_MAX as u64 + 5) {
+            shells.put(dead_g(None, id));
+        }
+        assert_eq!(shells.shells.borrow().len(), G_SHELLS_MAX);
+        shells.clear();
+        assert!(shells.get().is_none());
     }
 }

@@ -46,7 +46,7 @@ use crate::loom::{AtomicU64, AtomicU8, Ordering};
 
 use crossbeam_deque::{Stealer, Worker};
 
-use super::g::{GRef, G};
+use super::g::{GRef, GShells, G};
 use super::m::MShared;
 use super::runq::RunNext;
 use crate::lockrank::{Mutex, Rank};
@@ -401,6 +401,8 @@ pub(crate) struct PLocal {
     pub(crate) streak: Cell<u32>,
     /// Cached coroutine stacks.
     pub(crate) stacks: StackCache,
+    /// Dead Gs for the next spawns.
+    pub(crate) shells: GShells,
     /// Goroutine ids reserved for this P: `[goid_next, goid_end)`.
     pub(crate) goid_next: Cell<u64>,
     pub(crate) goid_end: Cell<u64>,
@@ -429,6 +431,7 @@ impl P {
                 tick: Cell::new(0),
                 streak: Cell::new(0),
                 stacks: StackCache::default(),
+                shells: GShells::default(),
                 goid_next: Cell::new(0),
                 goid_end: Cell::new(0),
                 rng: Cell::new(

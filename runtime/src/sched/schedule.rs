@@ -346,6 +346,7 @@ fn retire_p(m: &'static M) -> bool {
         }
         rt.summary.clear(p.id);
         rt.stacks.flush(&p.local().stacks);
+        p.local().shells.clear();
         drop(p);
         let p = m.releasep();
         // Relaxed: under `sched`, which the next holder (a resize) takes too.
@@ -469,6 +470,7 @@ fn g_exited(m: &'static M, g: GRef, p: Option<&HeldP<'_>>) {
                 rt.stacks.put(Some(&p.local().stacks), stack);
             }
             p.add_gcount(-1);
+            p.local().shells.put(g);
         }
         None => {
             if let Some(stack) = stack {
@@ -662,7 +664,8 @@ pub(crate) fn spawn_g(
         .stacks
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
     let id = alloc_goid(p.as_ref());
-    let g = G::new(id, name, pinned, stack, main);
+    let shell = p.as_ref().and_then(|p| p.local().shells.get());
+    let g = G::new(shell, id, name, pinned, stack, main);
     rt.allgs.add(&g);
     match p {
         Some(p) => {
