@@ -208,3 +208,55 @@ fn many_spawners_at_once() {
         assert_eq!(total.load(Ordering::Relaxed), 8000);
     });
 }
+
+/// A coroutine spawning in a long loop yields when sysmon asks (a spawn is a
+/// preemption point, as Go's `newproc` is a function call that checks for one), so it
+/// keeps its P. Before, it ran on past the 12 ms retake bound, lost its P to a new
+/// thread and spawned the rest through the global queue, where sysmon's deadlock scan
+/// of all live coroutines ran against every spawn: 1 M spawns from a coroutine took
+/// 17-26 µs each instead of 4.7 (docs/benchmarks.md, issue 17).
+#[test]
+fn a_long_spawning_loop_yields_and_keeps_its_p() {
+    if common::alone(
+        "a_long_spawning_loop_yields_and_keeps_its_p",
+        &[("GORO_MAXPROCS", "1")],
+    ) {
+        return;
+    }
+    with_timeout(T, || {
+        goro::go!(|| ()).join().unwrap(); // the runtime's threads are up
+        let before = common::os_threads();
+        let (spawned, yielded_at) = goro::go!(|| {
+            // Another coroutine on the only P: it runs once the spawner yields.
+            let ran = Arc::new(AtomicUsize::new(0));
+            let r = ran.clone();
+            drop(goro::go!(move || r.store(1, Ordering::SeqCst)));
+            let t = std::time::Instant::now();
+            let mut n = 0usize;
+            let mut yielded_at = None;
+            // Until well past the retake bound, at most 200 000 spawns.
+            while t.elapsed() < Duration::from_millis(60) && n < 200_000 {
+                drop(goro::go!(|| ()));
+                n += 1;
+                if yielded_at.is_none() && ran.load(Ordering::SeqCst) == 1 {
+                    yielded_at = Some(t.elapsed());
+                }
+            }
+            (n, yielded_at)
+        })
+        .join()
+        .unwrap();
+        let after = common::os_threads();
+        assert!(
+            yielded_at.is_some(),
+            "a coroutine queued behind a spawning loop of {spawned} spawns never ran"
+        );
+        assert!(
+            after <= before,
+            "{} {after} threads after a spawning loop, {before} before: its P was \
+             retaken ({})",
+            common::BUDGET_MISS,
+            common::thread_names()
+        );
+    });
+}

@@ -141,6 +141,10 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        // A loop that spawns is a loop of goro calls: it yields when sysmon asks (as
+        // Go's newproc, a function call, checks for preemption), rather than lose its
+        // P to a retake and spawn without one.
+        crate::preempt_point();
         let packet = Arc::new(Packet {
             state: JoinState::new(),
             result: UnsafeCell::new(None),

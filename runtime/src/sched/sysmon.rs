@@ -94,7 +94,7 @@ pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
 /// `start`; read by `poke` (any M, the SIGQUIT handler) and by sysmon's `sleep`.
 static PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
 /// Plain threads known to the runtime (they have waited on it), and those waiting now.
-/// Changed by those threads (`park.rs`: Release RMWs); read by `deadlocked` (Acquire),
+/// Changed by those threads (`park.rs`: Release RMWs); read by `nothing_pending` (Acquire),
 /// so a check that counts a thread as waiting sees what it did before (the coroutines
 /// it readied, the work it queued). No snapshot of the two is possible either way:
 /// the check's second sighting, [`DEADLOCK_GRACE_NS`] later, is what rules out a race.
@@ -282,15 +282,21 @@ fn run() {
         if deep {
             // Deadlock check, then sleep until a P runs (or the grace period ends).
             let mut timeout = None;
-            if deadlock_check && deadlocked(rt) {
+            if deadlock_check && nothing_pending(rt) {
+                // The scan of every coroutine (`no_g_runs`) only at a second sighting
+                // with no progress in between: a G that runs on an M without a P (a
+                // retaken computation) keeps the Ps idle and makes progress, and a
+                // scan per round of a million Gs would hold their registry's locks
+                // against its spawns.
                 let progress = progress_mark(rt, procs);
                 match deadlock_since {
-                    Some((since, mark)) if mark == progress && now - since >= DEADLOCK_GRACE_NS => {
-                        report_deadlock();
-                    }
-                    Some((since, mark)) if mark == progress => {
+                    Some((since, mark)) if mark == progress && no_g_runs(rt) => {
+                        if now - since >= DEADLOCK_GRACE_NS {
+                            report_deadlock();
+                        }
                         timeout = Some(DEADLOCK_GRACE_NS - (now - since));
                     }
+                    Some((_, mark)) if mark == progress => deadlock_since = None,
                     _ => {
                         deadlock_since = Some((now, progress));
                         timeout = Some(DEADLOCK_GRACE_NS);
@@ -627,8 +633,9 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
     false
 }
 
-/// Whether nothing can ever wake anything (see "deadlock").
-fn deadlocked(rt: &Runtime) -> bool {
+/// Whether nothing can ever wake anything (see "deadlock"), but for a coroutine that
+/// runs without a P: everything except the scan of `no_g_runs`.
+fn nothing_pending(rt: &Runtime) -> bool {
     // Acquire: pairs with the threads' Release RMWs (see `KNOWN_THREADS`).
     let known = KNOWN_THREADS.load(Ordering::Acquire);
     let waiting = WAITING_THREADS.load(Ordering::Acquire);
@@ -639,7 +646,11 @@ fn deadlocked(rt: &Runtime) -> bool {
         && timers::earliest() == 0
         && rt.netpoll.registered() == 0
         && !rt.netpoll.has_waiters()
-        && count_gs(rt, |s| matches!(s, GStatus::Running | GStatus::Syscall)) == 0
+}
+
+/// Whether no coroutine runs or is in a blocking call (a scan of all of them).
+fn no_g_runs(rt: &Runtime) -> bool {
+    count_gs(rt, |s| matches!(s, GStatus::Running | GStatus::Syscall)) == 0
 }
 
 /// How many live coroutines have a status `want` accepts (a scan of all of them: for
