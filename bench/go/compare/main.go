@@ -39,24 +39,25 @@ const (
 	yieldCount          = 200_000
 	mutexOps            = 400_000
 	sleepCount          = 300
-	rssTasks            = 100_000
 )
 
 // workloads maps the command-line names of common.rs to their implementations. Each
 // returns the figure in the workload's unit, or an error (a failed check), which makes
 // the worker exit non-zero.
 var workloads = map[string]func() (float64, error){
-	"chain":          func() (float64, error) { return chain(0) },
-	"chainbuf":       func() (float64, error) { return chain(1) },
-	"sieve":          sieve,
-	"pingpong":       pingPong,
-	"spawn_join":     spawnJoin,
-	"yield":          yield,
-	"mutex2":         func() (float64, error) { return mutex(2) },
-	"mutex8":         func() (float64, error) { return mutex(8) },
-	"mutex64":        func() (float64, error) { return mutex(64) },
-	"sleep_lateness": sleepLateness,
-	"rss_parked":     rssParked,
+	"chain":           func() (float64, error) { return chain(0) },
+	"chainbuf":        func() (float64, error) { return chain(1) },
+	"sieve":           sieve,
+	"pingpong":        pingPong,
+	"spawn_join":      spawnJoin,
+	"yield":           yield,
+	"mutex2":          func() (float64, error) { return mutex(2) },
+	"mutex8":          func() (float64, error) { return mutex(8) },
+	"mutex64":         func() (float64, error) { return mutex(64) },
+	"sleep_lateness":  sleepLateness,
+	"spawn_park_10k":  func() (float64, error) { return spawnPark(10_000, "spawn_park_10k") },
+	"spawn_park_100k": func() (float64, error) { return spawnPark(100_000, "spawn_park_100k") },
+	"spawn_park_1m":   func() (float64, error) { return spawnPark(1_000_000, "spawn_park_1m") },
 }
 
 func logf(format string, args ...interface{}) {
@@ -73,9 +74,18 @@ func usage() {
 	os.Exit(2)
 }
 
-// printValue prints the result line: {"value": v}.
+// also holds the figures of a run's companion rows, by workload name (common.rs:
+// Workload::companions); printValue adds them to the result line.
+var also = map[string]float64{}
+
+// printValue prints the result line: {"value": v}, with "also" if there are companion
+// figures.
 func printValue(v float64) {
-	b, err := json.Marshal(map[string]float64{"value": v})
+	line := map[string]interface{}{"value": v}
+	if len(also) > 0 {
+		line["also"] = also
+	}
+	b, err := json.Marshal(line)
 	if err != nil { // NaN or ±Inf: not a figure
 		logf("bad figure %v: %v", v, err)
 		os.Exit(1)
@@ -90,12 +100,17 @@ func printSkip(why string) {
 }
 
 func main() {
-	if len(os.Args) != 2 {
+	// `load` (load.go: echo_compare's Go load generator) is the one command with
+	// arguments of its own.
+	if len(os.Args) < 2 || (len(os.Args) != 2 && os.Args[1] != "load") {
 		usage()
 	}
 	name := os.Args[1]
 	if name == "serve" {
 		os.Exit(serve())
+	}
+	if name == "load" {
+		os.Exit(load(os.Args[2:]))
 	}
 	if name == "echo" {
 		// Echo is measured by the orchestrator against `serve`, not as a worker.

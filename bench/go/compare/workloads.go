@@ -298,10 +298,12 @@ type skipError string
 
 func (e skipError) Error() string { return string(e) }
 
-// rssParked: rssTasks goroutines each parked on its own channel receive. Figure: bytes
-// of RSS per goroutine, (RSS once all are parked - RSS before the first spawn) /
-// rssTasks. Then all are released and joined.
-func rssParked() (float64, error) {
+// spawnPark: n goroutines each parked on its own channel receive, then released in
+// spawn order and waited for (common.rs: Workload::SpawnPark). Figure: the spawn
+// loop's ns per goroutine; the companions name+"_wake" (ns per goroutine from the
+// first release to the last exit) and name+"_rss" (bytes of RSS per parked goroutine,
+// RSS once all are parked - RSS before the first spawn) go into also.
+func spawnPark(n int, name string) (float64, error) {
 	// Clean baseline: collect and return freed memory to the OS before the "before"
 	// reading, so that garbage of the runtime's start-up does not sit in it (and get
 	// reused by the goroutines, hiding part of their cost).
@@ -312,10 +314,11 @@ func rssParked() (float64, error) {
 		return 0, skipError("cannot read RSS: " + err.Error())
 	}
 
-	release := make([]chan struct{}, rssTasks)
+	release := make([]chan struct{}, n)
 	var parked, done sync.WaitGroup
-	parked.Add(rssTasks)
-	done.Add(rssTasks)
+	parked.Add(n)
+	done.Add(n)
+	t := time.Now()
 	for i := range release {
 		ch := make(chan struct{})
 		release[i] = ch
@@ -325,6 +328,7 @@ func rssParked() (float64, error) {
 			done.Done()
 		}()
 	}
+	spawn := time.Since(t)
 	parked.Wait()
 	// Every goroutine has reached the line before its receive; this sleep lets the last
 	// few (which signalled but may still be running) park before the reading.
@@ -334,10 +338,14 @@ func rssParked() (float64, error) {
 		return 0, skipError("cannot read RSS: " + err.Error())
 	}
 
+	t = time.Now()
 	for _, ch := range release {
-		close(ch)
+		ch <- struct{}{}
 	}
 	done.Wait()
-	logf("rss_parked: RSS %d B before, %d B with %d goroutines parked", before, after, rssTasks)
-	return float64(after-before) / float64(rssTasks), nil
+	wake := time.Since(t)
+	logf("%s: RSS %d B before, %d B with %d goroutines parked", name, before, after, n)
+	also[name+"_wake"] = float64(wake.Nanoseconds()) / float64(n)
+	also[name+"_rss"] = float64(after-before) / float64(n)
+	return float64(spawn.Nanoseconds()) / float64(n), nil
 }

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release --example echo_server
 //! cargo run --release -p goro-bench --bin echo_compare [-- --secs S] [--warmup S] [--rounds R]
-//!     [--baseline PATH]
+//!     [--baseline PATH] [--load goro|go]
 //! ```
 //!
 //! Servers, each a child process with 2 Ps / worker threads:
@@ -27,6 +27,13 @@
 //! are this binary re-run in their role (`echo_tokio.rs` and `echo_load.rs` are included
 //! here as modules): `cargo run --bin echo_compare` builds only this binary, and this
 //! way it never runs a stale one.
+//!
+//! `--load go` swaps in a load generator that the project's runtime did not write:
+//! `goro-compare-go load` (`bench/go/compare/load.go`, the Go binary built for the Go
+//! server), the same closed loop on Go's runtime (one goroutine per connection, every
+//! echoed byte checked, the same JSON line) with `GOMAXPROCS=2`. It tells whether a
+//! ranking of the servers owes anything to goro's client. It needs Go: without it (or
+//! if the build fails) the tool exits 1.
 //!
 //! On a shared, noisy machine only figures taken side by side mean anything, so for
 //! every connection count the servers take turns, each in a fresh process (started,
@@ -107,16 +114,39 @@ impl Server {
     }
 }
 
+/// Who generates the load (`--load`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LoadGen {
+    /// `echo_load.rs` with goro coroutine clients (this binary re-run as echo_load).
+    Goro,
+    /// `goro-compare-go load` (`bench/go/compare/load.go`), on Go's runtime.
+    Go,
+}
+
+impl LoadGen {
+    /// The load generator's name in messages and in the table's heading.
+    fn name(self) -> &'static str {
+        match self {
+            LoadGen::Goro => "echo_load",
+            LoadGen::Go => "goro-compare-go load",
+        }
+    }
+}
+
 struct Options {
     secs: f64,
     warmup: f64,
     rounds: usize,
     baseline: Option<PathBuf>,
+    load: LoadGen,
 }
 
 fn usage(err: &str) -> ! {
     eprintln!("echo_compare: {err}");
-    eprintln!("usage: echo_compare [--secs S] [--warmup S] [--rounds R] [--baseline PATH]");
+    eprintln!(
+        "usage: echo_compare [--secs S] [--warmup S] [--rounds R] [--baseline PATH] \
+         [--load goro|go]"
+    );
     std::process::exit(2);
 }
 
@@ -126,6 +156,7 @@ fn parse_args(args: Vec<String>) -> Options {
         warmup: 1.0,
         rounds: 3,
         baseline: None,
+        load: LoadGen::Goro,
     };
     let mut args = args.into_iter();
     while let Some(a) = args.next() {
@@ -155,6 +186,13 @@ fn parse_args(args: Vec<String>) -> Options {
                     usage(&format!("--baseline {}: no such file", p.display()));
                 }
                 o.baseline = Some(p);
+            }
+            "--load" => {
+                o.load = match value("--load").as_str() {
+                    "goro" => LoadGen::Goro,
+                    "go" => LoadGen::Go,
+                    other => usage(&format!("--load must be goro or go, not {other:?}")),
+                }
             }
             "-h" | "--help" => usage("goro's, tokio's and Go's echo servers under one load"),
             other => usage(&format!("unknown argument {other:?}")),
@@ -221,12 +259,14 @@ fn sample_cpu(pid: u32, warmup: f64, secs: f64) -> thread::JoinHandle<Option<[Du
 
 type Samples = HashMap<(Server, usize), Vec<Point>>;
 
-/// How to start each server.
+/// How to start each server and the load generator.
 struct Launch {
     goro: PathBuf,
     me: PathBuf,
+    /// `goro-compare-go`: the Go server, and the load generator with `--load go`.
     go: Option<PathBuf>,
     baseline: Option<PathBuf>,
+    load: LoadGen,
 }
 
 impl Launch {
@@ -281,14 +321,24 @@ fn run(opts: &Options) -> Result<(), String> {
         ));
     }
     let tmp = std::env::temp_dir().join(format!("goro-echo-compare-{}", std::process::id()));
-    let go = match build_go(&tmp) {
-        Ok((bin, version)) => {
+    let go = match (build_go(&tmp), opts.load) {
+        (Ok((bin, version)), LoadGen::Goro) => {
             eprintln!("echo_compare: Go server built with {version}");
             Some(bin)
         }
-        Err(why) => {
+        (Ok((bin, version)), LoadGen::Go) => {
+            eprintln!("echo_compare: Go server and load generator built with {version}");
+            Some(bin)
+        }
+        (Err(why), LoadGen::Goro) => {
             eprintln!("echo_compare: Go not measured: {why}");
             None
+        }
+        (Err(why), LoadGen::Go) => {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(format!(
+                "--load go needs Go's load generator, which could not be built: {why}"
+            ));
         }
     };
     let go_missing = go.is_none();
@@ -297,6 +347,7 @@ fn run(opts: &Options) -> Result<(), String> {
         me,
         go,
         baseline: opts.baseline.clone(),
+        load: opts.load,
     };
     let result = measure(opts, &launch);
     let _ = std::fs::remove_dir_all(&tmp);
@@ -337,12 +388,13 @@ fn measure(opts: &Options, launch: &Launch) -> Result<Samples, String> {
     let total = per_point * (opts.rounds * CONNS.len() * servers.len()) as f64;
     eprintln!(
         "echo_compare: {} rounds x {} connection counts x {} servers, {} s + {} s warm-up \
-         each: about {:.0} s; load average {}",
+         each, load by {}: about {:.0} s; load average {}",
         opts.rounds,
         CONNS.len(),
         servers.len(),
         opts.secs,
         opts.warmup,
+        launch.load.name(),
         total,
         load_average()
     );
@@ -391,7 +443,7 @@ fn measure_point(
 ) -> Result<Point, String> {
     let mut srv = RunningServer::start(server, launch.command(server))?;
     let sampler = srv.pid().map(|pid| sample_cpu(pid, opts.warmup, opts.secs));
-    let load = run_load(&launch.me, srv.addr, conns, opts);
+    let load = run_load(launch, srv.addr, conns, opts);
     let window = sampler.and_then(|h| h.join().ok().flatten());
     let died = srv.exited();
     let stopped = srv.stop();
@@ -416,40 +468,60 @@ fn measure_point(
     Ok(point)
 }
 
-/// Runs the load generator (a child: this binary as echo_load) and parses its JSON.
-fn run_load(me: &Path, addr: SocketAddr, conns: usize, opts: &Options) -> Result<Point, String> {
-    let mut cmd = Command::new(me);
-    cmd.arg(AS_LOAD)
-        .args(["--addr", &addr.to_string()])
+/// Runs the load generator (a child: this binary as echo_load, or with `--load go`
+/// `goro-compare-go load`, at `PROCS` Ps either way) and parses its JSON line, the last
+/// one on its stdout (the two print the same format).
+fn run_load(
+    launch: &Launch,
+    addr: SocketAddr,
+    conns: usize,
+    opts: &Options,
+) -> Result<Point, String> {
+    let mut cmd;
+    match launch.load {
+        LoadGen::Goro => {
+            cmd = Command::new(&launch.me);
+            cmd.arg(AS_LOAD).env("GORO_MAXPROCS", PROCS.to_string());
+        }
+        LoadGen::Go => {
+            let go = launch.go.as_ref().ok_or("--load go without a Go binary")?;
+            cmd = Command::new(go);
+            cmd.arg("load").env("GOMAXPROCS", PROCS.to_string());
+        }
+    }
+    cmd.args(["--addr", &addr.to_string()])
         .args(["--conns", &conns.to_string()])
-        .args(["--size", &SIZE.to_string()])
         .args(["--secs", &opts.secs.to_string()])
         .args(["--warmup", &opts.warmup.to_string()])
-        .arg("--json")
-        .env("GORO_MAXPROCS", PROCS.to_string());
+        .args(["--size", &SIZE.to_string()]);
+    if launch.load == LoadGen::Goro {
+        cmd.arg("--json");
+    }
+    let name = launch.load.name();
     let bound = Duration::from_secs_f64(opts.warmup + opts.secs) + LOAD_SLACK;
     let Finished {
         status,
         stdout: out,
         stderr: err,
-    } = run_with_timeout(cmd, bound, "echo_load")?;
+    } = run_with_timeout(cmd, bound, name)?;
     if !status.success() {
-        return Err(format!("echo_load failed ({status}):\n{out}{err}"));
+        return Err(format!("{name} failed ({status}):\n{out}{err}"));
     }
     let line = out
         .lines()
+        .rev()
         .find(|l| l.trim_start().starts_with('{'))
-        .ok_or_else(|| format!("echo_load printed no JSON line:\n{out}{err}"))?;
+        .ok_or_else(|| format!("{name} printed no JSON line:\n{out}{err}"))?;
     let fields = parse_flat_json(line);
     let get = |k: &str| {
         fields
             .get(k)
             .copied()
-            .ok_or_else(|| format!("echo_load's JSON has no {k:?}: {line}"))
+            .ok_or_else(|| format!("{name}'s JSON has no {k:?}: {line}"))
     };
     if get("conns")? != conns as f64 {
         return Err(format!(
-            "echo_load measured the wrong connection count: {line}"
+            "{name} measured the wrong connection count: {line}"
         ));
     }
     Ok(Point {
@@ -627,9 +699,12 @@ fn print_table(samples: &Samples, opts: &Options, go_missing: bool) {
         |s: Server, c: usize| med(s, c, |p| p.fairness).map_or("-".into(), |f| format!("{f:.2}"));
     println!();
     println!(
-        "Echo, {SIZE}-byte messages, closed loop; servers and load generator at {PROCS} Ps/threads each; \
-         median of {} rounds of {} s (+{} s warm-up).",
-        opts.rounds, opts.secs, opts.warmup
+        "Echo, {SIZE}-byte messages, closed loop; servers and load generator ({}) at {PROCS} \
+         Ps/threads each; median of {} rounds of {} s (+{} s warm-up).",
+        opts.load.name(),
+        opts.rounds,
+        opts.secs,
+        opts.warmup
     );
     println!("req/s (p99 latency); goro/X = ratio of the median req/s (higher: goro faster); fairness = busiest connection / mean.");
     println!();

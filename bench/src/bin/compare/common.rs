@@ -16,6 +16,7 @@
 //! {"value": 123.4}                         the figure, in the workload's unit
 //! {"skip": "why this contender cannot run it"}
 //! {"value": 123.4, "note": "..."}           with a footnote (see [`note`])
+//! {"value": 123.4, "also": {"NAME": 5.6}}   with the figures of companion rows
 //! ```
 //!
 //! Anything else (progress, diagnostics) goes to stderr. A worker exits 0 in both cases;
@@ -30,6 +31,8 @@
 //! with `echo_load` (the same client for everyone).
 
 #![allow(dead_code)]
+
+use std::time::Duration;
 
 /// Everything `compare` measures. Parameters are fixed here so that every contender
 /// runs the same thing.
@@ -75,12 +78,18 @@ pub enum Workload {
     /// may::coroutine::sleep, std::thread::sleep, time.Sleep), each timed. Figure: mean
     /// lateness in µs (measured duration - 1 ms).
     SleepLateness,
-    /// [`RSS_TASKS`] tasks each parked on its own channel receive (nothing is sent until
-    /// all are parked and RSS has been read). Figure: bytes of RSS per task (RSS after
-    /// all are parked - RSS before the first spawn, / RSS_TASKS; RSS from
-    /// /proc/self/statm). Then all are released and joined. Plain threads use 64 KiB
-    /// stacks here, and skip if the OS refuses that many threads.
-    RssParked,
+    /// Spawn-and-park (issue 17): the driver task spawns `n` tasks (`n` one of
+    /// [`SPAWN_PARK_N`]), each parked on its own channel receive (rendezvous where
+    /// the contender has one, else a oneshot); once all are parked, it sends to each
+    /// in spawn order and joins them all. One run gives three figures, three rows:
+    /// [`ParkFigure::Spawn`] is the spawn loop's ns per task (the tasks start and
+    /// park meanwhile on the other workers); [`ParkFigure::WakeExit`] ns per task from
+    /// the first send to the last join; [`ParkFigure::Rss`] bytes of RSS per parked
+    /// task (RSS with all parked - RSS before the first spawn; /proc/self/statm).
+    /// Plain threads use 64 KiB stacks here, and skip if the OS refuses that many
+    /// threads. The orchestrator runs the `Spawn` row; the other two are its
+    /// companions, filled from the same run (`also` in the result line).
+    SpawnPark { n: usize, figure: ParkFigure },
     /// An echo server measured by `echo_load` at [`ECHO_CONNS`] connections, 64-byte
     /// messages, [`ECHO_SECS`] s after [`ECHO_WARMUP_SECS`] s warm-up. Figure:
     /// requests/s (the only one where higher is better).
@@ -97,13 +106,25 @@ pub const YIELD_TASKS_PER_WORKER: usize = 2;
 pub const YIELD_COUNT: usize = 200_000;
 pub const MUTEX_OPS: usize = 400_000;
 pub const SLEEP_COUNT: usize = 300;
-pub const RSS_TASKS: usize = 100_000;
+pub const SPAWN_PARK_N: [usize; 3] = [10_000, 100_000, 1_000_000];
 pub const ECHO_CONNS: usize = 50;
 pub const ECHO_SECS: f64 = 2.0;
 pub const ECHO_WARMUP_SECS: f64 = 0.5;
 
+/// The three figures of one spawn-and-park run (see [`Workload::SpawnPark`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParkFigure {
+    Spawn,
+    WakeExit,
+    Rss,
+}
+
+const fn park(n: usize, figure: ParkFigure) -> Workload {
+    Workload::SpawnPark { n, figure }
+}
+
 impl Workload {
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 20] = [
         Workload::Chain,
         Workload::ChainBuf,
         Workload::Sieve,
@@ -114,7 +135,15 @@ impl Workload {
         Workload::Mutex8,
         Workload::Mutex64,
         Workload::SleepLateness,
-        Workload::RssParked,
+        park(10_000, ParkFigure::Spawn),
+        park(10_000, ParkFigure::WakeExit),
+        park(10_000, ParkFigure::Rss),
+        park(100_000, ParkFigure::Spawn),
+        park(100_000, ParkFigure::WakeExit),
+        park(100_000, ParkFigure::Rss),
+        park(1_000_000, ParkFigure::Spawn),
+        park(1_000_000, ParkFigure::WakeExit),
+        park(1_000_000, ParkFigure::Rss),
         Workload::Echo,
     ];
 
@@ -131,7 +160,21 @@ impl Workload {
             Workload::Mutex8 => "mutex8",
             Workload::Mutex64 => "mutex64",
             Workload::SleepLateness => "sleep_lateness",
-            Workload::RssParked => "rss_parked",
+            Workload::SpawnPark { n, figure } => {
+                use ParkFigure::*;
+                match (n, figure) {
+                    (10_000, Spawn) => "spawn_park_10k",
+                    (10_000, WakeExit) => "spawn_park_10k_wake",
+                    (10_000, Rss) => "spawn_park_10k_rss",
+                    (100_000, Spawn) => "spawn_park_100k",
+                    (100_000, WakeExit) => "spawn_park_100k_wake",
+                    (100_000, Rss) => "spawn_park_100k_rss",
+                    (1_000_000, Spawn) => "spawn_park_1m",
+                    (1_000_000, WakeExit) => "spawn_park_1m_wake",
+                    (1_000_000, Rss) => "spawn_park_1m_rss",
+                    _ => "spawn_park_unlisted",
+                }
+            }
             Workload::Echo => "echo",
         }
     }
@@ -150,7 +193,11 @@ impl Workload {
             Workload::Yield => "ns/yield",
             Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => "ns/op",
             Workload::SleepLateness => "µs late",
-            Workload::RssParked => "B/task",
+            Workload::SpawnPark { figure, .. } => match figure {
+                ParkFigure::Spawn => "ns/spawn",
+                ParkFigure::WakeExit => "ns/wake+exit",
+                ParkFigure::Rss => "B/parked",
+            },
             Workload::Echo => "req/s",
         }
     }
@@ -158,6 +205,26 @@ impl Workload {
     /// Whether a bigger figure is better (only throughput).
     pub fn higher_is_better(self) -> bool {
         self == Workload::Echo
+    }
+
+    /// The workload whose run measures this one's figure: itself, except for the
+    /// companions of a spawn-and-park run.
+    pub fn primary(self) -> Workload {
+        match self {
+            Workload::SpawnPark { n, .. } => park(n, ParkFigure::Spawn),
+            w => w,
+        }
+    }
+
+    /// The figures a run of this (primary) workload gives besides its own.
+    pub fn companions(self) -> Vec<Workload> {
+        match self {
+            Workload::SpawnPark {
+                n,
+                figure: ParkFigure::Spawn,
+            } => vec![park(n, ParkFigure::WakeExit), park(n, ParkFigure::Rss)],
+            _ => Vec::new(),
+        }
     }
 
     /// Tasks in the mutex workloads.
@@ -257,7 +324,41 @@ pub fn note(c: Contender, w: Workload) -> Option<&'static str> {
     }
 }
 
-/// The worker's result line: the figure (or why not), with the contender's note.
+/// The three figures of a spawn-and-park run.
+#[derive(Clone, Copy, Debug)]
+pub struct Parked {
+    pub spawn_ns: f64,
+    pub wake_exit_ns: f64,
+    pub rss_bytes: f64,
+}
+
+impl Parked {
+    /// From the run's timings and RSS readings, for `n` tasks.
+    pub fn new(n: usize, spawn: Duration, wake_exit: Duration, before: u64, after: u64) -> Parked {
+        Parked {
+            spawn_ns: spawn.as_nanos() as f64 / n as f64,
+            wake_exit_ns: wake_exit.as_nanos() as f64 / n as f64,
+            rss_bytes: after.saturating_sub(before) as f64 / n as f64,
+        }
+    }
+}
+
+/// Companion figures of the current worker run, by workload name (see
+/// [`Workload::companions`]); printed as `also` in the result line.
+static ALSO: std::sync::Mutex<Vec<(&'static str, f64)>> = std::sync::Mutex::new(Vec::new());
+
+/// The outcome of spawn-and-park workload `w` (its `Spawn` row); the other two
+/// figures go into the result line's `also`.
+pub fn parked_outcome(n: usize, r: Result<Parked, String>) -> Outcome {
+    let p = r?;
+    let mut also = ALSO.lock().unwrap_or_else(|e| e.into_inner());
+    also.push((park(n, ParkFigure::WakeExit).name(), p.wake_exit_ns));
+    also.push((park(n, ParkFigure::Rss).name(), p.rss_bytes));
+    Ok(p.spawn_ns)
+}
+
+/// The worker's result line: the figure (or why not), with the contender's note and
+/// any companion figures.
 pub fn print_outcome(o: &Outcome, note: Option<&str>) {
     let mut v = match o {
         Ok(v) if v.is_finite() => serde_json::json!({ "value": v }),
@@ -266,6 +367,13 @@ pub fn print_outcome(o: &Outcome, note: Option<&str>) {
     };
     if let Some(n) = note {
         v["note"] = serde_json::json!(n);
+    }
+    let also = ALSO.lock().unwrap_or_else(|e| e.into_inner());
+    if o.is_ok() && !also.is_empty() {
+        v["also"] = also
+            .iter()
+            .map(|&(k, x)| (k.to_string(), serde_json::json!(x)))
+            .collect();
     }
     println!("{v}");
 }

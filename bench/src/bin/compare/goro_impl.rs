@@ -38,7 +38,7 @@ pub fn run(w: Workload) -> Outcome {
             mutex(w.mutex_tasks().expect("a mutex workload"))
         }
         Workload::SleepLateness => sleep_lateness(procs),
-        Workload::RssParked => rss_parked(),
+        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n)),
         Workload::Echo => Err("echo is measured with `compare --serve goro`".into()),
     });
     match driver.join() {
@@ -221,13 +221,14 @@ fn sleep_lateness(procs: usize) -> Outcome {
     Ok(late_us / common::SLEEP_COUNT as f64)
 }
 
-/// `RSS_TASKS` coroutines parked on their own channel; RSS bytes per coroutine.
-fn rss_parked() -> Outcome {
-    let n = common::RSS_TASKS;
+/// Spawn-and-park: `n` coroutines each parked on its own rendezvous receive, then
+/// released in spawn order and joined.
+fn spawn_park(n: usize) -> Result<common::Parked, String> {
     let started = Arc::new(AtomicUsize::new(0));
     let before = common::rss_bytes();
     let mut release = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
+    let t = Instant::now();
     for i in 0..n {
         let (tx, rx) = channel::<()>(0);
         let started = started.clone();
@@ -255,6 +256,7 @@ fn rss_parked() -> Outcome {
             }
         }
     }
+    let spawn = t.elapsed();
     // Every coroutine counts itself just before it parks: once all have counted, at
     // most one per P is between the count and the park; a short sleep covers those.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -268,13 +270,14 @@ fn rss_parked() -> Outcome {
     }
     goro::time::sleep(Duration::from_millis(10));
     let after = common::rss_bytes();
+    let t = Instant::now();
     for tx in release {
         tx.send(()).expect("a parked coroutine is waiting");
     }
     for h in handles {
         assert!(h.join().expect("a parked coroutine does not panic"));
     }
-    Ok(after.saturating_sub(before) as f64 / n as f64)
+    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
 }
 
 /// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, then one coroutine

@@ -115,7 +115,9 @@ order rotates every rep; the table gives medians and ratios to goro (> 1: goro a
   --contenders L    comma-separated subset, in column order (default: all five)
   --only L          comma-separated workloads (default: all), among:
                     chain chainbuf sieve pingpong spawn_join yield mutex2 mutex8
-                    mutex64 sleep_lateness rss_parked echo
+                    mutex64 sleep_lateness spawn_park_{10k,100k,1m}[_wake,_rss] echo
+                    (one spawn_park run gives all three of its rows: naming one
+                    selects the three)
   --json FILE       every raw figure, the medians, spreads, ratios and the machine
   --plot FILE.svg   the ratios to goro as an SVG bar chart (log scale)
   --timeout SECS    bound of one worker run (default 60); a late one is killed
@@ -162,6 +164,14 @@ fn worker(args: &[String]) -> i32 {
         eprintln!(
             "compare: echo is measured with `compare --serve {}`",
             c.name()
+        );
+        return 2;
+    }
+    if w.primary() != w {
+        eprintln!(
+            "compare: {} is measured by a run of {}",
+            w.name(),
+            w.primary().name()
         );
         return 2;
     }
@@ -289,7 +299,21 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
+    o.workloads = with_companions(&o.workloads);
     Ok(o)
+}
+
+/// The rows to measure for the workloads asked for: each one's primary, followed by
+/// the primary's companions (one run measures them all), without repeats.
+fn with_companions(asked: &[Workload]) -> Vec<Workload> {
+    let mut rows = Vec::new();
+    for w in asked.iter().map(|w| w.primary()) {
+        if !rows.contains(&w) {
+            rows.push(w);
+            rows.extend(w.companions());
+        }
+    }
+    rows
 }
 
 /// A comma-separated list of names, without repeats, in the order given.
@@ -395,6 +419,22 @@ fn interpret(f: &Finished) -> (Outcome, Option<String>) {
     parse_result_line(line)
 }
 
+/// The companion figures of a worker's result line (`also`), by workload name.
+fn also_figures(f: &Finished) -> Vec<(String, f64)> {
+    let line = f
+        .stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with('{'));
+    let v: Option<Value> = line.and_then(|l| serde_json::from_str(l).ok());
+    let Some(Value::Object(also)) = v.and_then(|mut v| v.get_mut("also").map(Value::take)) else {
+        return Vec::new();
+    };
+    also.into_iter()
+        .filter_map(|(k, x)| Some((k, x.as_f64().filter(|x| x.is_finite())?)))
+        .collect()
+}
+
 fn parse_result_line(line: &str) -> (Outcome, Option<String>) {
     let v: Value = match serde_json::from_str(line) {
         Ok(v) => v,
@@ -455,17 +495,25 @@ impl Launcher {
         self.go.as_ref().err().map(String::as_str)
     }
 
-    /// One worker run.
-    fn worker(&self, c: Contender, w: Workload) -> (Outcome, Option<String>) {
+    /// One worker run: its outcome, its note, and its companion figures by name.
+    fn worker(&self, c: Contender, w: Workload) -> (Outcome, Option<String>, Vec<(String, f64)>) {
         if w == Workload::Echo {
-            return self.echo(c);
+            let (o, n) = self.echo(c);
+            return (o, n, Vec::new());
         }
         let Some(cmd) = self.command(c, &["--worker", c.name(), w.name()], &[w.name()]) else {
-            return (Outcome::Skip(self.go_missing().unwrap_or("").into()), None);
+            return (
+                Outcome::Skip(self.go_missing().unwrap_or("").into()),
+                None,
+                Vec::new(),
+            );
         };
         match run_bounded(cmd, self.timeout, &format!("{} {}", c.name(), w.name())) {
-            Ok(f) => interpret(&f),
-            Err(e) => (Outcome::Failed(e), None),
+            Ok(f) => {
+                let (o, n) = interpret(&f);
+                (o, n, also_figures(&f))
+            }
+            Err(e) => (Outcome::Failed(e), None, Vec::new()),
         }
     }
 
@@ -759,21 +807,47 @@ fn orchestrate(o: &Options) -> i32 {
 
     let mut runs: Runs = vec![vec![Vec::new(); n]; o.workloads.len()];
     for (wi, &w) in o.workloads.iter().enumerate() {
+        if w.primary() != w {
+            continue; // filled by its primary's runs
+        }
         for rep in 0..o.reps {
             let mut order: Vec<usize> = (0..n).collect();
             order.rotate_left(rep % n);
             for (position, &ci) in order.iter().enumerate() {
                 let c = o.contenders[ci];
                 let t = Instant::now();
-                let (outcome, note) = launcher.worker(c, w);
+                let (outcome, note, also) = launcher.worker(c, w);
                 let wall = t.elapsed();
-                let shown = match &outcome {
-                    Outcome::Value(v) => format!("{} {}", fmt_num(*v), w.unit()),
-                    Outcome::Skip(why) => format!("skip: {why}"),
-                    Outcome::Failed(why) => format!("FAILED: {why}"),
-                };
+                for cw in w.companions() {
+                    let Some(cwi) = o.workloads.iter().position(|&x| x == cw) else {
+                        continue;
+                    };
+                    let outcome = match (&outcome, also.iter().find(|(k, _)| k == cw.name())) {
+                        (Outcome::Value(_), Some(&(_, v))) => Outcome::Value(v),
+                        (Outcome::Value(_), None) => Outcome::Failed(format!(
+                            "the run of {} gave no {} figure",
+                            w.name(),
+                            cw.name()
+                        )),
+                        (other, _) => other.clone(),
+                    };
+                    eprintln!(
+                        "  {:<20} {:<7} {}",
+                        cw.name(),
+                        c.name(),
+                        shown(&outcome, cw)
+                    );
+                    runs[cwi][ci].push(Run {
+                        rep,
+                        position,
+                        outcome,
+                        note: note.clone(),
+                        wall,
+                    });
+                }
+                let shown = shown(&outcome, w);
                 eprintln!(
-                    "  {:<14} rep {}/{} {:<7} {shown} ({:.2} s)",
+                    "  {:<20} rep {}/{} {:<7} {shown} ({:.2} s)",
                     w.name(),
                     rep + 1,
                     o.reps,
@@ -817,6 +891,15 @@ fn orchestrate(o: &Options) -> i32 {
         }
     }
     code
+}
+
+/// One run's outcome as the progress lines show it.
+fn shown(outcome: &Outcome, w: Workload) -> String {
+    match outcome {
+        Outcome::Value(v) => format!("{} {}", fmt_num(*v), w.unit()),
+        Outcome::Skip(why) => format!("skip: {why}"),
+        Outcome::Failed(why) => format!("FAILED: {why}"),
+    }
 }
 
 /// The summary of one contender on one workload.

@@ -20,7 +20,7 @@
 //!   `compare`'s default 60 s worker timeout.
 //! - the mutex is `may::sync::Mutex` (a coroutine waiting for it is parked, not its
 //!   thread); yield is `may::coroutine::yield_now`, sleep `may::coroutine::sleep`.
-//! - `RssParked`: each coroutine waits on its own `may::sync::mpsc` receive.
+//! - `SpawnPark`: each coroutine waits on its own `may::sync::mpsc` receive.
 //! - echo: `may::net`, one coroutine per connection (read, then `write_all`).
 //!
 //! What may cannot do here: every coroutine stack is a separate `mmap` with a
@@ -31,7 +31,7 @@
 //! coroutines can be alive at once. Past that the stack allocation fails (ENOMEM) and
 //! may panics inside `spawn` ("failed to alloc sys stack"); with `RUST_BACKTRACE=1`
 //! the panic's own backtrace then fails to allocate and the process deadlocks. So
-//! `SpawnJoin` (100 000 spawned before the first join) and `RssParked` (100 000
+//! `SpawnJoin` (100 000 spawned before the first join) and `SpawnPark` (up to 1 000 000
 //! parked) are refused up front, with the numbers, when the limit cannot hold them.
 
 use std::any::Any;
@@ -149,9 +149,9 @@ pub fn run(w: Workload) -> Outcome {
             "spawn_join spawns 100 000 coroutines before joining any, and may keeps up \
              to all of them alive at once (measured with 2 workers: spawn #65 474 failed)",
         )?,
-        Workload::RssParked => check_map_room(
-            common::RSS_TASKS,
-            "rss_parked keeps 100 000 coroutines parked at once",
+        Workload::SpawnPark { n, .. } => check_map_room(
+            n,
+            &format!("{} keeps {n} coroutines parked at once", w.primary().name()),
         )?,
         _ => {}
     }
@@ -173,7 +173,7 @@ fn workload(w: Workload) -> Outcome {
             mutex(w.mutex_tasks().unwrap_or(2))
         }
         Workload::SleepLateness => sleep_lateness(),
-        Workload::RssParked => rss_parked(),
+        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n)),
         Workload::Echo => Err("echo is not a worker workload".into()),
     }
 }
@@ -469,15 +469,15 @@ fn sleep_lateness() -> Outcome {
     Ok((mean - SLEEP.as_secs_f64()) * 1e6)
 }
 
-/// RSS_TASKS coroutines parked on their own mpsc receive; RSS bytes per coroutine.
-/// (Refused in `run` when `vm.max_map_count` cannot hold them.)
-fn rss_parked() -> Outcome {
-    const N: usize = common::RSS_TASKS;
+/// Spawn-and-park: `n` coroutines each parked on its own channel receive (may has
+/// no rendezvous channel: an unbounded mpsc), then released in spawn order and joined.
+fn spawn_park(n: usize) -> Result<common::Parked, String> {
     let parked = Arc::new(AtomicUsize::new(0));
-    let mut senders = Vec::with_capacity(N);
-    let mut handles = Vec::with_capacity(N);
+    let mut senders = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
     let before = common::rss_bytes();
-    for _ in 0..N {
+    let t = Instant::now();
+    for _ in 0..n {
         let (tx, rx) = mpsc::channel::<u64>();
         let parked = parked.clone();
         // SAFETY: an atomic and a channel receive; a tiny frame.
@@ -490,23 +490,25 @@ fn rss_parked() -> Outcome {
         }?);
         senders.push(tx);
     }
-    while parked.load(Ordering::Relaxed) < N {
+    let spawn = t.elapsed();
+    while parked.load(Ordering::Relaxed) < n {
         may::coroutine::sleep(Duration::from_millis(1));
     }
     // The last ones to count themselves may not have reached their receive yet.
     may::coroutine::sleep(Duration::from_millis(10));
     let after = common::rss_bytes();
+    let t = Instant::now();
     for (i, tx) in senders.into_iter().enumerate() {
         tx.send(i as u64)
-            .map_err(|_| format!("rss_parked: coroutine {i} is gone"))?;
+            .map_err(|_| format!("spawn_park: coroutine {i} is gone"))?;
     }
     for (i, h) in handles.into_iter().enumerate() {
         match join(h)? {
             Some(v) if v == i as u64 + 1 => {}
-            other => return Err(format!("rss_parked: coroutine {i} returned {other:?}")),
+            other => return Err(format!("spawn_park: coroutine {i} returned {other:?}")),
         }
     }
-    Ok(after.saturating_sub(before) as f64 / N as f64)
+    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
 }
 
 /// Echoes one connection until EOF or an error.

@@ -8,7 +8,7 @@
 //! many yielders and load threads the `yield` and `sleep_lateness` workloads start.
 //!
 //! Workloads that keep many threads alive at once (`chain`: 10 000, `sieve`: 5 000,
-//! `rss_parked`: 100 000) first check the system's limits (`kernel.pid_max` and
+//! `spawn_park`: up to 1 000 000) first check the system's limits (`kernel.pid_max` and
 //! `kernel.threads-max` against the tasks that exist, `RLIMIT_NPROC`,
 //! `vm.max_map_count`: four mappings per running thread) and skip, saying which limit,
 //! rather than starve the whole machine of PIDs or abort (std aborts the process when
@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{self, Outcome, Workload};
 
-/// Thread stacks in `rss_parked` (the contract's figure).
+/// Thread stacks in `spawn_park` (the contract's figure).
 const RSS_STACK: usize = 64 << 10;
 /// PIDs (and mappings, and threads) left free for the rest of the machine.
 const HEADROOM: usize = 2048;
@@ -59,7 +59,7 @@ pub fn run(w: Workload) -> Outcome {
             mutex(w.mutex_tasks().expect("a mutex workload"))
         }
         Workload::SleepLateness => sleep_lateness(procs),
-        Workload::RssParked => rss_parked(),
+        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n)),
         Workload::Echo => Err("echo is measured with `compare --serve threads`".into()),
     }
 }
@@ -464,13 +464,13 @@ fn sleep_lateness(procs: usize) -> Outcome {
     Ok(late_us / common::SLEEP_COUNT as f64)
 }
 
-/// `RSS_TASKS` threads with 64 KiB stacks, each blocked on its own channel; RSS bytes
-/// per thread.
-fn rss_parked() -> Outcome {
-    let n = common::RSS_TASKS;
+/// Spawn-and-park: `n` threads with 64 KiB stacks, each blocked on its own
+/// rendezvous receive, then released in spawn order and joined.
+fn spawn_park(n: usize) -> Result<common::Parked, String> {
     thread_budget(n)?;
     let started = Arc::new(AtomicUsize::new(0));
     let before = common::rss_bytes();
+    let t = Instant::now();
     let release: Arc<Mutex<Vec<SyncSender<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let handles = {
         let release_on_fail = release.clone();
@@ -492,6 +492,7 @@ fn rss_parked() -> Outcome {
             move || release_on_fail.lock().expect("not poisoned").clear(),
         )?
     };
+    let spawn = t.elapsed();
     // Every thread counts itself just before it blocks: once all have counted, the
     // few between the count and the block get a short sleep to get there.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -502,13 +503,14 @@ fn rss_parked() -> Outcome {
     }
     thread::sleep(Duration::from_millis(10));
     let after = common::rss_bytes();
+    let t = Instant::now();
     for tx in std::mem::take(&mut *release.lock().expect("not poisoned")) {
         tx.send(()).expect("a parked thread is waiting");
     }
     for h in handles {
         assert!(h.join().expect("a parked thread does not panic"));
     }
-    Ok(after.saturating_sub(before) as f64 / n as f64)
+    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
 }
 
 /// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, then one thread per

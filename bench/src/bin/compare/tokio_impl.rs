@@ -14,7 +14,7 @@
 //! - yield: `tokio::task::yield_now().await`; sleep: `tokio::time::sleep`, whose timer
 //!   wheel has a 1 ms resolution (a deadline is rounded up to the next millisecond
 //!   tick): `SleepLateness` measures that as it is.
-//! - `RssParked`: each task awaits its own `tokio::sync::oneshot` receiver.
+//! - `SpawnPark`: each task awaits its own `tokio::sync::oneshot` receiver.
 //! - echo: `tokio::net`, one task per connection (read, then `write_all`), as in
 //!   `src/bin/echo_tokio.rs`.
 
@@ -67,7 +67,7 @@ async fn workload(w: Workload) -> Outcome {
             mutex(w.mutex_tasks().unwrap_or(2)).await
         }
         Workload::SleepLateness => sleep_lateness().await,
-        Workload::RssParked => rss_parked().await,
+        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n).await),
         Workload::Echo => Err("echo is not a worker workload".into()),
     }
 }
@@ -307,14 +307,15 @@ async fn sleep_lateness() -> Outcome {
     Ok((mean - SLEEP.as_secs_f64()) * 1e6)
 }
 
-/// RSS_TASKS tasks parked on their own oneshot receive; RSS bytes per task.
-async fn rss_parked() -> Outcome {
-    const N: usize = common::RSS_TASKS;
+/// Spawn-and-park: `n` tasks each parked on its own oneshot receive (tokio has no
+/// rendezvous channel), then released in spawn order and joined.
+async fn spawn_park(n: usize) -> Result<common::Parked, String> {
     let parked = Arc::new(AtomicUsize::new(0));
-    let mut senders = Vec::with_capacity(N);
-    let mut handles = Vec::with_capacity(N);
+    let mut senders = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
     let before = common::rss_bytes();
-    for _ in 0..N {
+    let t = Instant::now();
+    for _ in 0..n {
         let (tx, rx) = oneshot::channel::<u64>();
         let parked = parked.clone();
         handles.push(tokio::spawn(async move {
@@ -324,22 +325,24 @@ async fn rss_parked() -> Outcome {
         }));
         senders.push(tx);
     }
+    let spawn = t.elapsed();
     // A task counts itself in the same poll that registers it on its receiver.
-    while parked.load(Ordering::Relaxed) < N {
+    while parked.load(Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let after = common::rss_bytes();
+    let t = Instant::now();
     for (i, tx) in senders.into_iter().enumerate() {
         tx.send(i as u64)
-            .map_err(|_| format!("rss_parked: task {i} is gone"))?;
+            .map_err(|_| format!("spawn_park: task {i} is gone"))?;
     }
     for (i, h) in handles.into_iter().enumerate() {
         match join(h).await? {
             Ok(v) if v == i as u64 + 1 => {}
-            other => return Err(format!("rss_parked: task {i} returned {other:?}")),
+            other => return Err(format!("spawn_park: task {i} returned {other:?}")),
         }
     }
-    Ok(after.saturating_sub(before) as f64 / N as f64)
+    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
 }
 
 /// Echoes one connection until EOF or an error (errors end it silently: the load

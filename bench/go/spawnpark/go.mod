@@ -1,3 +1,0 @@
-module goro-spawnpark
-
-go 1.19
