@@ -42,8 +42,8 @@ pub mod park {
 /// waits parks (its M runs other coroutines), a thread that waits blocks.
 pub mod sync {
     pub use goro_sync::{
-        Cond, Mutex, MutexGuard, Once, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
-        WaitGroup,
+        Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once, OnceLock,
+        RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, WaitGroup, WaitTimeoutResult,
     };
 }
 

@@ -221,12 +221,14 @@ pub enum WaitReason {
     IoWrite,
     /// In a blocking call.
     BlockingCall,
+    /// `Notify::notified`.
+    Notify,
 }
 
 impl WaitReason {
     pub(crate) fn from_u8(v: u8) -> WaitReason {
         use WaitReason::*;
-        const ALL: [WaitReason; 15] = [
+        const ALL: [WaitReason; 16] = [
             None,
             Park,
             Join,
@@ -242,6 +244,7 @@ impl WaitReason {
             IoRead,
             IoWrite,
             BlockingCall,
+            Notify,
         ];
         ALL.get(v as usize).copied().unwrap_or(None)
     }
@@ -264,6 +267,7 @@ impl WaitReason {
             WaitReason::IoRead => "io read",
             WaitReason::IoWrite => "io write",
             WaitReason::BlockingCall => "blocking call",
+            WaitReason::Notify => "notify",
         }
     }
 }

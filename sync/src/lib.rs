@@ -9,6 +9,9 @@
 //! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
 //!   notify list), [`Semaphore`].
+//! - std's shapes, for code that ports by changing imports: [`OnceLock`] and
+//!   [`LazyLock`] (a second caller parks while the first initialises), [`Barrier`],
+//!   and tokio's [`Notify`].
 //! - [`chan`]: channels, [`select!`], and the timer channels `after`, `tick`, `never`
 //!   and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
@@ -22,11 +25,17 @@ mod rand;
 pub mod sema;
 
 #[cfg(not(loom))]
+mod barrier;
+#[cfg(not(loom))]
 mod cond;
 #[cfg(not(loom))]
 mod mutex;
 #[cfg(not(loom))]
+mod notify;
+#[cfg(not(loom))]
 mod once;
+#[cfg(not(loom))]
+mod oncelock;
 #[cfg(not(loom))]
 mod rwlock;
 #[cfg(not(loom))]
@@ -36,11 +45,17 @@ mod waitgroup;
 mod waitgroup_word;
 
 #[cfg(not(loom))]
-pub use cond::Cond;
+pub use barrier::{Barrier, BarrierWaitResult};
+#[cfg(not(loom))]
+pub use cond::{Cond, WaitTimeoutResult};
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard, STARVATION_THRESHOLD_NS};
 #[cfg(not(loom))]
+pub use notify::Notify;
+#[cfg(not(loom))]
 pub use once::Once;
+#[cfg(not(loom))]
+pub use oncelock::{LazyLock, OnceLock};
 #[cfg(not(loom))]
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, MAX_READERS};
 #[cfg(not(loom))]

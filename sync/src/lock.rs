@@ -12,6 +12,15 @@ pub(crate) struct SpinLock {
 }
 
 impl SpinLock {
+    /// Unlocked. `const` except under loom, whose atomics are not.
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> SpinLock {
+        SpinLock {
+            locked: AtomicBool::new(false),
+        }
+    }
+
+    #[cfg(loom)]
     pub(crate) fn new() -> SpinLock {
         SpinLock {
             locked: AtomicBool::new(false),
