@@ -9,8 +9,8 @@
 //! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
 //!   notify list), [`Semaphore`].
-//! - [`chan`]: channels, [`select!`], and the timer channels `after`, `tick`, `never`
-//!   and `Ticker`.
+//! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], and the
+//!   timer channels `after`, `tick`, `never` and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
 pub mod backoff;

@@ -1,10 +1,14 @@
-//! Channels (Go: runtime/chan.go): MPMC, buffered or rendezvous, for coroutines and
-//! threads alike, with [`select!`](crate::select) over any mix of them.
+//! Channels (Go: runtime/chan.go): MPMC, buffered, rendezvous or [`unbounded`], for
+//! coroutines and threads alike, with [`select!`](crate::select) over any mix of them.
+//!
+//! A buffer's memory follows what it holds (see `buffer.rs`): nothing is reserved up
+//! front, and a large buffer is freed once drained.
 //!
 //! # Invariants (under the channel's lock)
 //!
 //! - `sendq` non-empty implies the buffer is full (for a rendezvous channel: no receiver
 //!   is waiting), and `recvq` non-empty implies the buffer is empty (no sender waits).
+//!   An unbounded channel's buffer is never full, so its `sendq` is always empty.
 //! - `closed` only goes from false to true; once set, both queues are empty.
 //!
 //! # Direct hand-off
@@ -33,6 +37,7 @@
 //! is delivered right there instead of waiting for the runtime timer to fire (Go
 //! 1.23's synchronous timer channels). So `after(Duration::ZERO)` is ready at once.
 
+mod buffer;
 mod errors;
 pub(crate) mod select;
 mod timer;
@@ -53,11 +58,12 @@ pub use errors::{
 pub use timer::{after, never, tick, Ticker};
 
 use crate::lock::SpinLock;
+use buffer::{Buffer, UNBOUNDED};
 use waitq::{Outcome, Sudog, WaitQueue};
 
 /// What the lock guards.
 pub(crate) struct State<T> {
-    buf: VecDeque<T>,
+    buf: Buffer<T>,
     closed: bool,
     sendq: WaitQueue<T>,
     recvq: WaitQueue<T>,
@@ -66,6 +72,8 @@ pub(crate) struct State<T> {
 pub(crate) struct Chan<T> {
     lock: SpinLock,
     state: UnsafeCell<State<T>>,
+    /// The buffer's capacity ([`UNBOUNDED`]: none), kept here too so that `capacity()`
+    /// reads it without the lock. Never changes.
     cap: usize,
     /// Live `Sender`s and `Receiver`s; the last of either closes the channel. Written
     /// and read only by the handles' clone and drop.
@@ -98,7 +106,7 @@ impl<T> Chan<T> {
         Chan {
             lock: SpinLock::new(),
             state: UnsafeCell::new(State {
-                buf: VecDeque::with_capacity(cap),
+                buf: Buffer::new(cap),
                 closed: false,
                 sendq: WaitQueue::new(),
                 recvq: WaitQueue::new(),
@@ -107,6 +115,15 @@ impl<T> Chan<T> {
             senders: AtomicUsize::new(senders),
             receivers: AtomicUsize::new(1),
             timer,
+        }
+    }
+
+    /// The capacity for `Debug`: the number, or "unbounded".
+    fn debug_capacity(&self) -> &dyn fmt::Debug {
+        if self.cap == UNBOUNDED {
+            &"unbounded"
+        } else {
+            &self.cap
         }
     }
 
@@ -123,7 +140,7 @@ impl<T> Chan<T> {
         let mut wake = None;
         let r = {
             let l = self.locked();
-            try_send_locked(self.cap, l.state(), v, &mut wake)
+            try_send_locked(l.state(), v, &mut wake)
         };
         if let Some(u) = wake {
             u.unpark();
@@ -137,7 +154,7 @@ impl<T> Chan<T> {
         let mut wake = None;
         let r = {
             let l = self.locked();
-            try_recv_locked(self.cap, l.state(), &mut wake)
+            try_recv_locked(l.state(), &mut wake)
         };
         if let Some(u) = wake {
             u.unpark();
@@ -147,7 +164,7 @@ impl<T> Chan<T> {
 
     /// Takes everything buffered (the last receiver is gone; nobody can receive it).
     fn take_buffered(&self) -> VecDeque<T> {
-        std::mem::take(&mut self.locked().state().buf)
+        self.locked().state().buf.take_all()
     }
 
     fn locked(&self) -> Locked<'_, T> {
@@ -224,12 +241,7 @@ pub(crate) enum TryRecv<T> {
 }
 
 /// Sends `v` without blocking (Go: chansend's non-blocking part). Lock held.
-fn try_send_locked<T>(
-    cap: usize,
-    st: &mut State<T>,
-    v: T,
-    wake: &mut Option<Unparker>,
-) -> TrySend<T> {
+fn try_send_locked<T>(st: &mut State<T>, v: T, wake: &mut Option<Unparker>) -> TrySend<T> {
     if st.closed {
         return TrySend::Closed(v);
     }
@@ -243,7 +255,7 @@ fn try_send_locked<T>(
             return TrySend::Sent;
         }
     }
-    if st.buf.len() < cap {
+    if st.buf.has_room() {
         st.buf.push_back(v);
         return TrySend::Sent;
     }
@@ -251,7 +263,7 @@ fn try_send_locked<T>(
 }
 
 /// Receives without blocking (Go: chanrecv's non-blocking part). Lock held.
-fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
+fn try_recv_locked<T>(st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
     // SAFETY: the lock is held; a dequeued sudog is ours to complete.
     unsafe {
         let s = st.sendq.dequeue();
@@ -259,16 +271,9 @@ fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>
             let sent = (*s).value.take().expect("a waiting sender has a value");
             (*s).outcome = Outcome::Done;
             *wake = (*s).take_unparker();
-            if cap == 0 {
-                return TryRecv::Got(sent);
-            }
-            // A sender waits only on a full buffer: take the head, queue its value.
-            let v = st
-                .buf
-                .pop_front()
-                .expect("a sender waits only on a full buffer");
-            st.buf.push_back(sent);
-            return TryRecv::Got(v);
+            // A sender waits only on a full buffer: take the head, queue its value (an
+            // empty buffer is a rendezvous channel's: the sender's value is the one).
+            return TryRecv::Got(st.buf.cycle(sent));
         }
     }
     match st.buf.pop_front() {
@@ -279,10 +284,46 @@ fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>
 }
 
 /// Creates a channel of capacity `cap`; `cap == 0` is a rendezvous channel (a send
-/// completes only when a receiver takes the value).
+/// completes only when a receiver takes the value), and `cap == usize::MAX` is the
+/// [`unbounded`] channel.
+///
+/// The buffer is allocated as values arrive, never `cap` slots up front, so a large
+/// `cap` costs nothing until it is used; a large buffer is freed again once drained.
+///
+/// ```
+/// use goro_sync::chan::channel;
+///
+/// let (tx, rx) = channel::<u32>(1 << 40); // allocates nothing yet
+/// tx.send(1).unwrap();
+/// assert_eq!((rx.recv(), rx.capacity()), (Ok(1), 1 << 40));
+/// ```
 pub fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan::new(cap, 1, None));
     (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// Creates a channel without a capacity limit (std's `mpsc::channel`, crossbeam's
+/// `unbounded`): a send never waits, a receive waits as usual. The same as
+/// `channel(usize::MAX)`, and `capacity()` says `usize::MAX`.
+///
+/// The buffer grows as values arrive and is freed once a receive drains it, so what
+/// it holds, not what it once held, is what it costs. Nothing stops a sender that
+/// outruns its receivers from filling the memory: reach for a bounded channel where
+/// senders should slow down.
+///
+/// ```
+/// use goro_sync::chan::unbounded;
+///
+/// let (tx, rx) = unbounded();
+/// for i in 0..10_000 {
+///     tx.send(i).unwrap(); // nobody is receiving yet: never waits
+/// }
+/// drop(tx);
+/// assert_eq!(rx.iter().sum::<i32>(), (0..10_000).sum());
+/// assert_eq!(rx.capacity(), usize::MAX);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    channel(UNBOUNDED)
 }
 
 /// The sending side of a channel. `Clone` adds a sender; dropping the last one closes
@@ -335,7 +376,7 @@ impl<T> Sender<T> {
         let chan = &*self.chan;
         let mut wake = None;
         let l = chan.locked();
-        let v = match try_send_locked(chan.cap, l.state(), v, &mut wake) {
+        let v = match try_send_locked(l.state(), v, &mut wake) {
             TrySend::Sent => {
                 drop(l);
                 if let Some(u) = wake {
@@ -390,7 +431,8 @@ impl<T> Sender<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity (0: rendezvous).
+    /// The channel's capacity: 0 for a rendezvous channel, `usize::MAX` for an
+    /// [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
     }
@@ -474,7 +516,7 @@ impl<T> Receiver<T> {
         chan.deliver_due();
         let mut wake = None;
         let l = chan.locked();
-        match try_recv_locked(chan.cap, l.state(), &mut wake) {
+        match try_recv_locked(l.state(), &mut wake) {
             TryRecv::Got(v) => {
                 drop(l);
                 if let Some(u) = wake {
@@ -521,7 +563,8 @@ impl<T> Receiver<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity (0: rendezvous).
+    /// The channel's capacity: 0 for a rendezvous channel (and [`never`]), 1 for a timer
+    /// channel, `usize::MAX` for an [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
     }
@@ -583,7 +626,7 @@ impl<T> Drop for Receiver<T> {
 impl<T> fmt::Debug for Sender<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sender")
-            .field("capacity", &self.chan.cap)
+            .field("capacity", self.chan.debug_capacity())
             .finish_non_exhaustive()
     }
 }
@@ -591,7 +634,7 @@ impl<T> fmt::Debug for Sender<T> {
 impl<T> fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Receiver")
-            .field("capacity", &self.chan.cap)
+            .field("capacity", self.chan.debug_capacity())
             .finish_non_exhaustive()
     }
 }
