@@ -1,5 +1,6 @@
 //! The std-shaped channel API (issue 18): unbounded channels (sends that never wait,
-//! memory given back once drained), from coroutines and plain threads.
+//! memory given back once drained), `send_deadline` / `recv_deadline`, `is_full` and
+//! `same_channel`, from coroutines and plain threads.
 //!
 //! Memory is measured through a counting global allocator that keeps, per thread, the
 //! bytes allocated minus the bytes freed: a test that allocates and frees on one plain
@@ -9,10 +10,13 @@ mod common;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::with_timeout;
-use goro::chan::{after, channel, never, unbounded, SendError, Sender, TryRecvError};
+use goro::chan::{
+    after, channel, never, unbounded, Receiver, RecvError, RecvTimeoutError, SendError,
+    SendTimeoutError, Sender, TryRecvError,
+};
 
 const T: Duration = Duration::from_secs(120);
 
@@ -91,6 +95,38 @@ fn on_thread_and_coroutine(check: fn()) {
     goro::go!(check).join().unwrap();
 }
 
+/// Waits (bounded: 10 s) until `cond` holds, sleeping 1 ms between looks.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        if cond() {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "waited 10 s for: {what}"
+        );
+        goro::time::sleep(Duration::from_millis(1));
+    }
+    panic!("looked 10 000 times for: {what}");
+}
+
+/// An instant well in the past (or now, on a machine that booted a second ago).
+fn past() -> Instant {
+    let now = Instant::now();
+    now.checked_sub(Duration::from_secs(1)).unwrap_or(now)
+}
+
+/// The farthest instant a power-of-two number of seconds ahead that `Instant` can
+/// hold: far past what the runtime clock counts in nanoseconds (~292 years).
+fn far_future() -> Instant {
+    let now = Instant::now();
+    (0..63)
+        .rev()
+        .find_map(|k| now.checked_add(Duration::from_secs(1u64 << k)))
+        .expect("an instant one second ahead")
+}
+
 // ---- unbounded ----
 
 /// 100 000 sends from four coroutines and a plain thread, with nobody receiving, all
@@ -105,6 +141,7 @@ fn unbounded_sends_never_wait() {
         let send = |tx: Sender<(usize, u32)>, s: usize| {
             move || {
                 for i in 0..PER_SENDER {
+                    assert!(!tx.is_full(), "an unbounded channel is never full");
                     tx.send((s, i)).unwrap();
                 }
             }
@@ -179,7 +216,7 @@ fn unbounded_memory_is_given_back_when_drained() {
         for i in 0..600 {
             tx.try_send(i).unwrap();
         }
-        assert!(tx.try_send(600).unwrap_err().is_full());
+        assert!(tx.is_full());
         let used = live_bytes() - base;
         assert!(
             (600 * 8..=600 * 8 + 1024).contains(&used),
@@ -239,4 +276,188 @@ fn unbounded_in_select() {
             }
         });
     });
+}
+
+// ---- deadlines ----
+
+#[test]
+fn send_deadline_past_future_and_woken() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let (tx, rx) = channel::<u32>(1);
+            // A passed deadline still sends when there is room...
+            assert_eq!(tx.send_deadline(1, past()), Ok(()));
+            // ...and times out at once, without waiting, when there is none.
+            assert_eq!(
+                tx.send_deadline(2, past()),
+                Err(SendTimeoutError::Timeout(2))
+            );
+            // A future deadline waits until it passes.
+            let d = Instant::now() + Duration::from_millis(20);
+            assert_eq!(tx.send_deadline(3, d), Err(SendTimeoutError::Timeout(3)));
+            assert!(Instant::now() >= d, "timed out before the deadline");
+            // A receiver makes room before the deadline: the send completes.
+            let rx2 = rx.clone();
+            let h = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(5));
+                rx2.recv().unwrap()
+            });
+            let far = Instant::now() + Duration::from_secs(60);
+            assert_eq!(tx.send_deadline(4, far), Ok(()));
+            assert!(Instant::now() < far);
+            assert_eq!(h.join().unwrap(), 1);
+            // Unrepresentably far is "wait", not a deadline wrapped into the past.
+            let rx2 = rx.clone();
+            let h = goro::go!(move || {
+                goro::time::sleep(Duration::from_millis(5));
+                rx2.recv().unwrap()
+            });
+            assert_eq!(tx.send_deadline(5, far_future()), Ok(()));
+            assert_eq!(h.join().unwrap(), 4);
+            assert_eq!(rx.recv(), Ok(5));
+            // Closed: the value comes back as Closed, whatever the deadline.
+            drop(rx);
+            assert_eq!(tx.send_deadline(6, far), Err(SendTimeoutError::Closed(6)));
+            assert_eq!(
+                tx.send_deadline(7, past()),
+                Err(SendTimeoutError::Closed(7))
+            );
+
+            // Rendezvous: a waiting receiver takes the value even on a passed
+            // deadline, since that needs no waiting.
+            let (tx, rx) = channel::<u32>(0);
+            let r = goro::go!(move || rx.recv());
+            wait_until("the receiver waits", || !tx.is_full());
+            assert_eq!(tx.send_deadline(8, past()), Ok(()));
+            assert_eq!(r.join().unwrap(), Ok(8));
+        });
+    });
+}
+
+#[test]
+fn recv_deadline_past_future_and_woken() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let (tx, rx) = channel::<u32>(1);
+            // Empty, deadline passed: Timeout at once.
+            assert_eq!(rx.recv_deadline(past()), Err(RecvTimeoutError::Timeout));
+            // A value that is there is received even on a passed deadline.
+            tx.send(1).unwrap();
+            assert_eq!(rx.recv_deadline(past()), Ok(1));
+            // A future deadline waits until it passes.
+            let d = Instant::now() + Duration::from_millis(20);
+            assert_eq!(rx.recv_deadline(d), Err(RecvTimeoutError::Timeout));
+            assert!(Instant::now() >= d, "timed out before the deadline");
+            // Woken by a sender, on a coroutine, before the deadline.
+            let tx2 = tx.clone();
+            let h = goro::go!(move || {
+                goro::time::sleep(Duration::from_millis(5));
+                tx2.send(2).unwrap();
+            });
+            let far = Instant::now() + Duration::from_secs(60);
+            assert_eq!(rx.recv_deadline(far), Ok(2));
+            assert!(Instant::now() < far);
+            h.join().unwrap();
+            // Closed: drained first, then Closed.
+            tx.send(3).unwrap();
+            drop(tx);
+            assert_eq!(rx.recv_deadline(far_future()), Ok(3));
+            assert_eq!(rx.recv_deadline(far), Err(RecvTimeoutError::Closed));
+            assert_eq!(rx.recv_deadline(past()), Err(RecvTimeoutError::Closed));
+
+            // A due timer channel delivers even to a passed deadline.
+            let t = after(Duration::ZERO);
+            assert!(t.recv_deadline(past()).is_ok());
+        });
+    });
+}
+
+// ---- is_full ----
+
+#[test]
+fn is_full_means_a_send_would_wait() {
+    with_timeout(T, || {
+        // Rendezvous: full unless a receiver waits, a coroutine's recv, a plain
+        // thread's recv, or a select's receive arm.
+        for receiver in ["coroutine", "thread", "select"] {
+            let (tx, rx) = channel::<u32>(0);
+            assert!(tx.is_full(), "rendezvous, nobody receiving");
+            let waiting = rx.clone(); // `rx` stays: the channel stays open
+            let recv = move || match receiver {
+                "select" => goro::select! {
+                    recv(waiting) -> v => v,
+                    recv(after(Duration::from_secs(60))) -> _ => panic!("no value in 60 s"),
+                },
+                _ => waiting.recv(),
+            };
+            let h: Box<dyn FnOnce() -> Result<u32, RecvError> + Send> = if receiver == "thread" {
+                let h = std::thread::spawn(recv);
+                Box::new(move || h.join().unwrap())
+            } else {
+                let h = goro::go!(recv);
+                Box::new(move || h.join().unwrap())
+            };
+            wait_until("the receiver waits", || !tx.is_full());
+            // "Not full" means a send now needs no waiting.
+            assert_eq!(tx.try_send(5), Ok(()), "{receiver}");
+            assert_eq!(h(), Ok(5));
+            assert!(tx.is_full(), "{receiver}: the receiver has gone");
+        }
+
+        // A receiver that timed out no longer counts.
+        let (tx, rx) = channel::<u32>(0);
+        let waiting = rx.clone();
+        let h = goro::go!(move || waiting.recv_timeout(Duration::from_millis(5)));
+        assert_eq!(h.join().unwrap(), Err(RecvTimeoutError::Timeout));
+        assert!(tx.is_full());
+        // A closed channel is not full: a send fails at once rather than wait.
+        drop(rx);
+        assert!(!tx.is_full(), "closed (its last receiver dropped)");
+
+        // Buffered: full exactly when the buffer is.
+        let (tx, rx) = channel::<u32>(2);
+        assert!(!tx.is_full());
+        tx.send(1).unwrap();
+        assert!(!tx.is_full());
+        tx.send(2).unwrap();
+        assert!(tx.is_full());
+        rx.recv().unwrap();
+        assert!(!tx.is_full());
+        tx.send(3).unwrap();
+        tx.close();
+        assert!(!tx.is_full(), "closed");
+
+        // Unbounded: never.
+        let (tx, _rx) = unbounded::<u32>();
+        for i in 0..10_000 {
+            tx.send(i).unwrap();
+        }
+        assert!(!tx.is_full());
+    });
+}
+
+// ---- same_channel ----
+
+#[test]
+fn same_channel_compares_channels_not_handles() {
+    let (tx, rx) = channel::<u8>(1);
+    let (tx_other, rx_other) = channel::<u8>(1);
+    assert!(tx.same_channel(&tx));
+    assert!(tx.same_channel(&tx.clone()));
+    assert!(!tx.same_channel(&tx_other));
+    assert!(rx.same_channel(&rx.clone()));
+    assert!(!rx.same_channel(&rx_other));
+    // Closing does not change which channel a handle is on.
+    let rx2 = rx.clone();
+    tx.close();
+    assert!(rx.same_channel(&rx2));
+    // Moved to a coroutine and back.
+    let h = goro::go!(move || rx2);
+    assert!(rx.same_channel(&h.join().unwrap()));
+    // Unbounded and timer channels.
+    let (u, _ur) = unbounded::<u8>();
+    assert!(u.same_channel(&u.clone()) && !u.same_channel(&tx));
+    let t: Receiver<Instant> = after(Duration::from_secs(60));
+    assert!(t.same_channel(&t.clone()));
+    assert!(!t.same_channel(&after(Duration::from_secs(60))));
 }

@@ -1,8 +1,11 @@
 //! Channels (Go: runtime/chan.go): MPMC, buffered, rendezvous or [`unbounded`], for
 //! coroutines and threads alike, with [`select!`](crate::select) over any mix of them.
 //!
-//! A buffer's memory follows what it holds (see `buffer.rs`): nothing is reserved up
-//! front, and a large buffer is freed once drained.
+//! Beyond Go's operations: deadlines ([`Sender::send_deadline`],
+//! [`Receiver::recv_deadline`]) besides timeouts, [`Sender::is_full`],
+//! and `same_channel` on both ends. A buffer's memory follows what it holds (see
+//! `buffer.rs`): nothing is reserved up front, and a large buffer is freed once
+//! drained.
 //!
 //! # Invariants (under the channel's lock)
 //!
@@ -342,7 +345,7 @@ impl<T> Sender<T> {
     /// Sends `v`, waiting while the channel is full (or, for a rendezvous channel, until
     /// a receiver takes it). Returns the value back if the channel is closed.
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
-        self.send_deadline(v, None).map_err(|e| match e {
+        self.send_until(v, None).map_err(|e| match e {
             SendTimeoutError::Closed(v) | SendTimeoutError::Timeout(v) => SendError(v),
         })
     }
@@ -361,17 +364,35 @@ impl<T> Sender<T> {
         }
     }
 
-    /// Sends `v`, waiting at most `timeout`.
+    /// Sends `v`, waiting at most `timeout`. A timeout too large to add to now waits
+    /// forever.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        self.send_deadline(v, Some(Instant::now().checked_add(timeout)))
+        self.send_until(v, Instant::now().checked_add(timeout))
     }
 
-    /// `deadline`: None waits forever; Some(None) is a deadline too far to represent.
-    fn send_deadline(
-        &self,
-        v: T,
-        deadline: Option<Option<Instant>>,
-    ) -> Result<(), SendTimeoutError<T>> {
+    /// Sends `v`, waiting until `deadline` at the latest; gives the value back in
+    /// `Timeout` if the channel is still full then, in `Closed` if it is closed.
+    ///
+    /// A deadline that has passed still sends if that needs no waiting (as
+    /// [`try_send`](Sender::try_send), with `SendTimeoutError` for the error).
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, SendTimeoutError};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// tx.send_deadline(1, Instant::now()).unwrap(); // room: no waiting needed
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(tx.send_deadline(2, soon), Err(SendTimeoutError::Timeout(2)));
+    /// assert!(Instant::now() >= soon);
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// ```
+    pub fn send_deadline(&self, v: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        self.send_until(v, Some(deadline))
+    }
+
+    /// Sends `v`, waiting until `deadline` (`None`: forever).
+    fn send_until(&self, v: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
         goro_runtime::preempt_point();
         let chan = &*self.chan;
         let mut wake = None;
@@ -387,6 +408,9 @@ impl<T> Sender<T> {
             TrySend::Closed(v) => return Err(SendTimeoutError::Closed(v)),
             TrySend::Full(v) => v,
         };
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(SendTimeoutError::Timeout(v)); // no waiting left: do not park
+        }
         // Block: link a sudog holding the value, sleep, unlock after the switch.
         let mut sg = Sudog::new(Some(v));
         sg.unparker = Some(park::prepare());
@@ -437,6 +461,53 @@ impl<T> Sender<T> {
         self.chan.cap
     }
 
+    /// Whether a send now would wait: the channel is open, its buffer is full (for a
+    /// rendezvous channel: empty, as always), and no receiver is waiting to take the
+    /// value. Never true for an [`unbounded`] channel; false for a closed one, where a
+    /// send fails at once.
+    ///
+    /// A snapshot: other senders and receivers may change the answer before the
+    /// caller acts on it. `try_send` is the race-free way to send only if that needs
+    /// no waiting.
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, unbounded};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// assert!(!tx.is_full());
+    /// tx.send(1).unwrap();
+    /// assert!(tx.is_full());
+    /// rx.recv().unwrap();
+    /// assert!(!tx.is_full());
+    ///
+    /// let (tx, _rx) = channel::<u8>(0);
+    /// assert!(tx.is_full(), "rendezvous, and nobody is receiving");
+    ///
+    /// let (tx, _rx) = unbounded::<u8>();
+    /// assert!(!tx.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        let l = self.chan.locked();
+        let st = l.state();
+        // SAFETY: the lock is held.
+        !st.closed && !st.buf.has_room() && !unsafe { st.recvq.has_waiter() }
+    }
+
+    /// Whether `self` and `other` send on the same channel (crossbeam's
+    /// `same_channel`).
+    ///
+    /// ```
+    /// use goro_sync::chan::channel;
+    ///
+    /// let (a, _ra) = channel::<u8>(1);
+    /// let (b, _rb) = channel::<u8>(1);
+    /// assert!(a.same_channel(&a.clone()));
+    /// assert!(!a.same_channel(&b));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
+    }
+
     /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
     #[doc(hidden)]
     pub fn __as_sender(&self) -> &Sender<T> {
@@ -446,10 +517,10 @@ impl<T> Sender<T> {
 
 /// Parks a waiter whose sudog is linked and whose channel lock is held; the lock is
 /// released after the switch.
-fn park_blocked<T>(chan: &Chan<T>, reason: WaitReason, deadline: Option<Option<Instant>>) {
+fn park_blocked<T>(chan: &Chan<T>, reason: WaitReason, deadline: Option<Instant>) {
     match deadline {
-        None | Some(None) => park::park_commit(reason, || chan.raw_unlock()),
-        Some(Some(d)) => {
+        None => park::park_commit(reason, || chan.raw_unlock()),
+        Some(d) => {
             park::park_commit_timeout(reason, d, || chan.raw_unlock());
         }
     }
@@ -489,7 +560,7 @@ impl<T> Receiver<T> {
     /// Receives a value, waiting until one is sent. Returns `Err` once the channel is
     /// closed and drained.
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.recv_deadline(None).map_err(|_| RecvError)
+        self.recv_until(None).map_err(|_| RecvError)
     }
 
     /// Receives a value if one is available now.
@@ -505,12 +576,41 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Receives a value, waiting at most `timeout`.
+    /// Receives a value, waiting at most `timeout`. A timeout too large to add to now
+    /// waits forever.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.recv_deadline(Some(Instant::now().checked_add(timeout)))
+        self.recv_until(Instant::now().checked_add(timeout))
     }
 
-    fn recv_deadline(&self, deadline: Option<Option<Instant>>) -> Result<T, RecvTimeoutError> {
+    /// Receives a value, waiting until `deadline` at the latest: `Timeout` if nothing
+    /// arrived by then, `Closed` once the channel is closed and drained.
+    ///
+    /// A deadline that has passed still receives a value that is there (as
+    /// [`try_recv`](Receiver::try_recv), with `RecvTimeoutError` for the error).
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, RecvTimeoutError};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// let h = goro_runtime::spawn(move || {
+    ///     goro_runtime::time::sleep(Duration::from_millis(1));
+    ///     tx.send(7).unwrap();
+    ///     tx // keep the channel open
+    /// });
+    /// let far = Instant::now() + Duration::from_secs(60);
+    /// assert_eq!(rx.recv_deadline(far), Ok(7)); // woken well before the deadline
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(rx.recv_deadline(soon), Err(RecvTimeoutError::Timeout));
+    /// drop(h.join().unwrap());
+    /// assert_eq!(rx.recv_deadline(far), Err(RecvTimeoutError::Closed));
+    /// ```
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        self.recv_until(Some(deadline))
+    }
+
+    /// Receives, waiting until `deadline` (`None`: forever).
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         goro_runtime::preempt_point();
         let chan = &*self.chan;
         chan.deliver_due();
@@ -527,14 +627,17 @@ impl<T> Receiver<T> {
             TryRecv::Closed => return Err(RecvTimeoutError::Closed),
             TryRecv::Empty => {}
         }
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(RecvTimeoutError::Timeout); // no waiting left: do not park
+        }
         let mut sg = Sudog::<T>::new(None);
         sg.unparker = Some(park::prepare());
         let s: *mut Sudog<T> = &mut sg;
-        // SAFETY: as in send_deadline.
+        // SAFETY: as in send_until.
         unsafe { l.state().recvq.push(s) };
         std::mem::forget(l); // unlocked by the commit
         park_blocked(chan, WaitReason::ChanReceive, deadline);
-        // SAFETY: as in send_deadline.
+        // SAFETY: as in send_until.
         let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.recvq) };
         match outcome {
             Outcome::Done => Ok(sg.value.take().expect("a completed receive holds a value")),
@@ -567,6 +670,23 @@ impl<T> Receiver<T> {
     /// channel, `usize::MAX` for an [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
+    }
+
+    /// Whether `self` and `other` receive from the same channel (crossbeam's
+    /// `same_channel`).
+    ///
+    /// ```
+    /// use goro_sync::chan::{after, channel};
+    /// use std::time::Duration;
+    ///
+    /// let (_tx, rx) = channel::<u8>(0);
+    /// assert!(rx.same_channel(&rx.clone()));
+    /// assert!(!rx.same_channel(&channel::<u8>(0).1));
+    /// let t = after(Duration::from_secs(1));
+    /// assert!(t.same_channel(&t.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
     }
 
     /// Whether the channel is closed (values may still be buffered).
