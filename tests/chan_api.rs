@@ -1,6 +1,6 @@
 //! The std-shaped channel API (issue 18): unbounded channels (sends that never wait,
-//! memory given back once drained), `send_deadline` / `recv_deadline`, `is_full` and
-//! `same_channel`, from coroutines and plain threads.
+//! memory given back once drained), `send_deadline` / `recv_deadline`, `is_full`,
+//! `same_channel`, and the timer channel `at`, from coroutines and plain threads.
 //!
 //! Memory is measured through a counting global allocator that keeps, per thread, the
 //! bytes allocated minus the bytes freed: a test that allocates and frees on one plain
@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::with_timeout;
 use goro::chan::{
-    after, channel, never, unbounded, Receiver, RecvError, RecvTimeoutError, SendError,
+    after, at, channel, never, unbounded, Receiver, RecvError, RecvTimeoutError, SendError,
     SendTimeoutError, Sender, TryRecvError,
 };
 
@@ -460,4 +460,145 @@ fn same_channel_compares_channels_not_handles() {
     let t: Receiver<Instant> = after(Duration::from_secs(60));
     assert!(t.same_channel(&t.clone()));
     assert!(!t.same_channel(&after(Duration::from_secs(60))));
+    assert!(!t.same_channel(&at(far_future())));
+}
+
+// ---- at ----
+
+/// `at` a passed instant is ready at once, to `try_recv`, `recv` and a `select!`
+/// with `default`, and delivers that instant.
+#[test]
+fn at_a_past_instant_is_ready_at_once() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let p = past();
+            assert_eq!(at(p).try_recv(), Ok(p));
+            assert_eq!(at(p).recv(), Ok(p));
+            let now = Instant::now();
+            assert_eq!(at(now).recv(), Ok(now));
+            let v = goro::select! {
+                recv(at(p)) -> v => v,
+                default => panic!("at(past) not ready at once"),
+            };
+            assert_eq!(v, Ok(p));
+            // Once only, and never closed.
+            let rx = at(p);
+            assert_eq!(rx.recv(), Ok(p));
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+            assert!(!rx.is_closed());
+        });
+    });
+}
+
+/// `at` a near instant delivers it then (not before, and within a tolerance that
+/// counts the time the machine did not give us), to a parked receiver.
+#[test]
+fn at_a_near_instant_fires_then() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let lost = common::Lost::now();
+            let when = Instant::now() + Duration::from_millis(20);
+            let rx = at(when);
+            let early = rx.try_recv();
+            // Empty is a must only if the instant is still ahead after the look: on a
+            // busy machine 20 ms can pass between two statements.
+            if Instant::now() < when {
+                assert_eq!(early, Err(TryRecvError::Empty), "ready early");
+                assert_eq!(rx.recv(), Ok(when), "parked receiver");
+            } else {
+                assert!(matches!(early, Ok(v) if v == when) || rx.recv() == Ok(when));
+            }
+            let late = Instant::now().saturating_duration_since(when);
+            assert!(Instant::now() >= when);
+            assert!(
+                late < Duration::from_secs(2) + lost.since(),
+                "fired {late:?} late"
+            );
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(20)),
+                Err(RecvTimeoutError::Timeout),
+                "a second value"
+            );
+        });
+    });
+}
+
+/// `at` and `after` fire in the order of their instants, whichever was made first.
+#[test]
+fn at_and_after_fire_in_order() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            // An `at` 40 ms ahead, then an `after(10 ms)`: the `after` first.
+            let at_when = Instant::now() + Duration::from_millis(40);
+            let at_rx = at(at_when);
+            let after_rx = after(Duration::from_millis(10));
+            let after_by = Instant::now() + Duration::from_millis(10); // due by then
+            expect_first("after", &after_rx, after_by, "at", &at_rx, at_when);
+            // An `after(40 ms)`, then an `at` 10 ms ahead: the `at` first.
+            let after_from = Instant::now() + Duration::from_millis(40); // due from then
+            let after_rx = after(Duration::from_millis(40));
+            let at_when = Instant::now() + Duration::from_millis(10);
+            let at_rx = at(at_when);
+            expect_first("at", &at_rx, at_when, "after", &after_rx, after_from);
+        });
+    });
+}
+
+/// Selects over two timer channels, the `early` one due at `early_by` at the latest
+/// and the `late` one at `late_at` at the earliest, and checks they fire in that
+/// order. If the machine stalled until both were due, a select may pick either (ready
+/// arms are chosen at random), so `late` winning is then no error: what is checked is
+/// that it did not fire before its instant, and that `early`, if due no later, had
+/// fired too.
+fn expect_first(
+    early_name: &str,
+    early: &Receiver<Instant>,
+    early_by: Instant,
+    late_name: &str,
+    late: &Receiver<Instant>,
+    late_at: Instant,
+) {
+    let limit = after(Duration::from_secs(60));
+    let first = goro::select! {
+        recv(early) -> v => { assert!(v.unwrap() <= early_by); early_name }
+        recv(late) -> v => { assert!(v.unwrap() >= late_at); late_name }
+        recv(limit) -> _ => panic!("neither timer fired in 60 s"),
+    };
+    let picked_at = Instant::now();
+    if first == late_name {
+        assert!(picked_at >= late_at, "{late_name} fired before its instant");
+        if early_by <= late_at {
+            // `early` was due no later than `late`: it is ready now.
+            assert!(early.try_recv().is_ok(), "{early_name} had not fired");
+        }
+    } else {
+        let v = goro::select! {
+            recv(late) -> v => v.unwrap(),
+            recv(limit) -> _ => panic!("{late_name} never fired"),
+        };
+        assert!(v >= late_at && Instant::now() >= late_at);
+    }
+}
+
+/// An instant past the runtime clock's range waits forever: it does not wrap round
+/// into the past and fire at once.
+#[test]
+fn at_a_far_instant_never_fires() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let rx = at(far_future());
+            assert_eq!(rx.try_recv(), Err(TryRecvError::Empty));
+            assert_eq!(
+                rx.recv_timeout(Duration::from_millis(20)),
+                Err(RecvTimeoutError::Timeout)
+            );
+            let soon = goro::select! {
+                recv(rx) -> _ => false,
+                recv(after(Duration::from_millis(5))) -> _ => true,
+            };
+            assert!(soon, "at(far future) fired");
+            let beyond = Instant::now() + Duration::from_secs(1u64 << 40);
+            assert_eq!(at(beyond).try_recv(), Err(TryRecvError::Empty));
+        });
+    });
 }

@@ -10,7 +10,7 @@
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
 //!   notify list), [`Semaphore`].
 //! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], and the
-//!   timer channels `after`, `tick`, `never` and `Ticker`.
+//!   timer channels `after`, `at`, `tick`, `never` and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
 pub mod backoff;

@@ -3,9 +3,9 @@
 //!
 //! Beyond Go's operations: deadlines ([`Sender::send_deadline`],
 //! [`Receiver::recv_deadline`]) besides timeouts, [`Sender::is_full`],
-//! and `same_channel` on both ends. A buffer's memory follows what it holds (see
-//! `buffer.rs`): nothing is reserved up front, and a large buffer is freed once
-//! drained.
+//! `same_channel` on both ends, and the timer channel [`at`] beside [`after`]. A
+//! buffer's memory follows what it holds (see `buffer.rs`): nothing is reserved up
+//! front, and a large buffer is freed once drained.
 //!
 //! # Invariants (under the channel's lock)
 //!
@@ -30,7 +30,7 @@
 //! and wakes every waiter: receivers drain what is buffered, then get `RecvError`;
 //! senders get their value back in `SendError`. Closing twice is not an error. When
 //! the last `Receiver` goes, nobody can receive what is buffered: it is dropped then,
-//! not when the last `Sender` goes. The timer channels ([`after`], [`tick`],
+//! not when the last `Sender` goes. The timer channels ([`after`], [`at`], [`tick`],
 //! [`never`]) have no `Sender` and never close.
 //!
 //! # Timer channels
@@ -58,7 +58,7 @@ use goro_runtime::park::{self, Unparker, WaitReason};
 pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
-pub use timer::{after, never, tick, Ticker};
+pub use timer::{after, at, never, tick, Ticker};
 
 use crate::lock::SpinLock;
 use buffer::{Buffer, UNBOUNDED};
