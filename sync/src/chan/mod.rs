@@ -31,7 +31,7 @@
 //! senders get their value back in `SendError`. Closing twice is not an error. When
 //! the last `Receiver` goes, nobody can receive what is buffered: it is dropped then,
 //! not when the last `Sender` goes. The timer channels ([`after`], [`at`], [`tick`],
-//! [`never`]) have no `Sender` and never close.
+//! [`never()`]) have no `Sender` and never close.
 //!
 //! # Timer channels
 //!
@@ -666,7 +666,7 @@ impl<T> Receiver<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity: 0 for a rendezvous channel (and [`never`]), 1 for a timer
+    /// The channel's capacity: 0 for a rendezvous channel (and [`never()`]), 1 for a timer
     /// channel, `usize::MAX` for an [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
