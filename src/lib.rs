@@ -54,15 +54,17 @@ pub mod time {
     pub use goro_sync::chan::Ticker;
 }
 
-/// Channels: MPMC, buffered or rendezvous, for coroutines and threads in any mix, and
-/// the timer channels [`after`](chan::after), [`tick`](chan::tick),
-/// [`never`](chan::never). See [`select!`] to wait on several at once.
+/// Channels: MPMC, buffered, rendezvous or [`unbounded`](chan::unbounded), for
+/// coroutines and threads in any mix, and the timer channels [`after`](chan::after),
+/// [`at`](chan::at), [`tick`](chan::tick), [`never`](chan::never). See [`select!`] to
+/// wait on several at once. Besides Go's operations: `send_deadline` / `recv_deadline`,
+/// `is_full` and `same_channel`.
 pub mod chan {
     #[doc(hidden)]
     pub use goro_sync::chan::__private;
     pub use goro_sync::chan::{
-        after, channel, never, tick, IntoIter, Iter, Receiver, RecvError, RecvTimeoutError,
-        SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+        after, at, channel, never, tick, unbounded, IntoIter, Iter, Receiver, RecvError,
+        RecvTimeoutError, SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
     };
 }
 

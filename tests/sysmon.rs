@@ -167,6 +167,27 @@ fn preempt_point_lets_sleepers_wake() {
     });
 }
 
+/// A timer at the end of time (`after(Duration::MAX)`, `at` a far instant: the
+/// runtime's `MAX_WHEN`), pending while every P is idle, does not overflow sysmon's
+/// idle backstop (before issue 18 `earliest + IDLE_BACKSTOP_NS` did, and a debug build's
+/// sysmon died of it). Alone: a fresh runtime whose only timer is that one.
+#[test]
+fn a_timer_at_the_end_of_time_does_not_stop_sysmon() {
+    if common::alone("a_timer_at_the_end_of_time_does_not_stop_sysmon", &[]) {
+        return;
+    }
+    with_timeout(T, || {
+        let _never = goro::time::Timer::after_func(Duration::MAX, || {});
+        // Every P idle and one timer pending: sysmon runs its idle backstop.
+        goro::go!(|| ()).join().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let names = common::thread_names();
+        assert!(names.contains("goro-sysmon"), "sysmon is gone: {names}");
+        // And it still works: a coroutine in a blocking call has its P handed on.
+        blocking_call_does_not_stall_its_p();
+    });
+}
+
 /// A pinned coroutine sees one OS thread across 1 000 parks, blocking calls included;
 /// an unpinned one doing the same migrates.
 #[test]

@@ -12,8 +12,8 @@
 //! - std's shapes, for code that ports by changing imports: [`OnceLock`] and
 //!   [`LazyLock`] (a second caller parks while the first initialises), [`Barrier`],
 //!   and tokio's [`Notify`].
-//! - [`chan`]: channels, [`select!`], and the timer channels `after`, `tick`, `never`
-//!   and `Ticker`.
+//! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], and the
+//!   timer channels `after`, `at`, `tick`, `never` and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
 pub mod backoff;

@@ -419,7 +419,8 @@ fn idle_backstop(rt: &Runtime, now: i64) -> Option<i64> {
     }
     let mut timeout = None;
     if earliest != 0 {
-        timeout = Some((earliest + IDLE_BACKSTOP_NS - now).max(IDLE_BACKSTOP_NS));
+        // Saturating: `earliest` may be MAX_WHEN (a timer at the end of time).
+        timeout = Some((earliest.saturating_add(IDLE_BACKSTOP_NS) - now).max(IDLE_BACKSTOP_NS));
     }
     if unwatched || (earliest != 0 && !in_poller) {
         // Nobody in the poller yet: normally an M is on its way there; look again soon.

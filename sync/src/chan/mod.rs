@@ -1,10 +1,17 @@
-//! Channels (Go: runtime/chan.go): MPMC, buffered or rendezvous, for coroutines and
-//! threads alike, with [`select!`](crate::select) over any mix of them.
+//! Channels (Go: runtime/chan.go): MPMC, buffered, rendezvous or [`unbounded`], for
+//! coroutines and threads alike, with [`select!`](crate::select) over any mix of them.
+//!
+//! Beyond Go's operations: deadlines ([`Sender::send_deadline`],
+//! [`Receiver::recv_deadline`]) besides timeouts, [`Sender::is_full`],
+//! `same_channel` on both ends, and the timer channel [`at`] beside [`after`]. A
+//! buffer's memory follows what it holds (see `buffer.rs`): nothing is reserved up
+//! front, and a large buffer is freed once drained.
 //!
 //! # Invariants (under the channel's lock)
 //!
 //! - `sendq` non-empty implies the buffer is full (for a rendezvous channel: no receiver
 //!   is waiting), and `recvq` non-empty implies the buffer is empty (no sender waits).
+//!   An unbounded channel's buffer is never full, so its `sendq` is always empty.
 //! - `closed` only goes from false to true; once set, both queues are empty.
 //!
 //! # Direct hand-off
@@ -23,8 +30,8 @@
 //! and wakes every waiter: receivers drain what is buffered, then get `RecvError`;
 //! senders get their value back in `SendError`. Closing twice is not an error. When
 //! the last `Receiver` goes, nobody can receive what is buffered: it is dropped then,
-//! not when the last `Sender` goes. The timer channels ([`after`], [`tick`],
-//! [`never`]) have no `Sender` and never close.
+//! not when the last `Sender` goes. The timer channels ([`after`], [`at`], [`tick`],
+//! [`never()`]) have no `Sender` and never close.
 //!
 //! # Timer channels
 //!
@@ -33,6 +40,7 @@
 //! is delivered right there instead of waiting for the runtime timer to fire (Go
 //! 1.23's synchronous timer channels). So `after(Duration::ZERO)` is ready at once.
 
+mod buffer;
 mod errors;
 pub(crate) mod select;
 mod timer;
@@ -50,14 +58,15 @@ use goro_runtime::park::{self, Unparker, WaitReason};
 pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
-pub use timer::{after, never, tick, Ticker};
+pub use timer::{after, at, never, tick, Ticker};
 
 use crate::lock::SpinLock;
+use buffer::{Buffer, UNBOUNDED};
 use waitq::{Outcome, Sudog, WaitQueue};
 
 /// What the lock guards.
 pub(crate) struct State<T> {
-    buf: VecDeque<T>,
+    buf: Buffer<T>,
     closed: bool,
     sendq: WaitQueue<T>,
     recvq: WaitQueue<T>,
@@ -66,6 +75,8 @@ pub(crate) struct State<T> {
 pub(crate) struct Chan<T> {
     lock: SpinLock,
     state: UnsafeCell<State<T>>,
+    /// The buffer's capacity ([`UNBOUNDED`]: none), kept here too so that `capacity()`
+    /// reads it without the lock. Never changes.
     cap: usize,
     /// Live `Sender`s and `Receiver`s; the last of either closes the channel. Written
     /// and read only by the handles' clone and drop.
@@ -98,7 +109,7 @@ impl<T> Chan<T> {
         Chan {
             lock: SpinLock::new(),
             state: UnsafeCell::new(State {
-                buf: VecDeque::with_capacity(cap),
+                buf: Buffer::new(cap),
                 closed: false,
                 sendq: WaitQueue::new(),
                 recvq: WaitQueue::new(),
@@ -107,6 +118,15 @@ impl<T> Chan<T> {
             senders: AtomicUsize::new(senders),
             receivers: AtomicUsize::new(1),
             timer,
+        }
+    }
+
+    /// The capacity for `Debug`: the number, or "unbounded".
+    fn debug_capacity(&self) -> &dyn fmt::Debug {
+        if self.cap == UNBOUNDED {
+            &"unbounded"
+        } else {
+            &self.cap
         }
     }
 
@@ -123,7 +143,7 @@ impl<T> Chan<T> {
         let mut wake = None;
         let r = {
             let l = self.locked();
-            try_send_locked(self.cap, l.state(), v, &mut wake)
+            try_send_locked(l.state(), v, &mut wake)
         };
         if let Some(u) = wake {
             u.unpark();
@@ -137,7 +157,7 @@ impl<T> Chan<T> {
         let mut wake = None;
         let r = {
             let l = self.locked();
-            try_recv_locked(self.cap, l.state(), &mut wake)
+            try_recv_locked(l.state(), &mut wake)
         };
         if let Some(u) = wake {
             u.unpark();
@@ -147,7 +167,7 @@ impl<T> Chan<T> {
 
     /// Takes everything buffered (the last receiver is gone; nobody can receive it).
     fn take_buffered(&self) -> VecDeque<T> {
-        std::mem::take(&mut self.locked().state().buf)
+        self.locked().state().buf.take_all()
     }
 
     fn locked(&self) -> Locked<'_, T> {
@@ -224,12 +244,7 @@ pub(crate) enum TryRecv<T> {
 }
 
 /// Sends `v` without blocking (Go: chansend's non-blocking part). Lock held.
-fn try_send_locked<T>(
-    cap: usize,
-    st: &mut State<T>,
-    v: T,
-    wake: &mut Option<Unparker>,
-) -> TrySend<T> {
+fn try_send_locked<T>(st: &mut State<T>, v: T, wake: &mut Option<Unparker>) -> TrySend<T> {
     if st.closed {
         return TrySend::Closed(v);
     }
@@ -243,7 +258,7 @@ fn try_send_locked<T>(
             return TrySend::Sent;
         }
     }
-    if st.buf.len() < cap {
+    if st.buf.has_room() {
         st.buf.push_back(v);
         return TrySend::Sent;
     }
@@ -251,7 +266,7 @@ fn try_send_locked<T>(
 }
 
 /// Receives without blocking (Go: chanrecv's non-blocking part). Lock held.
-fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
+fn try_recv_locked<T>(st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
     // SAFETY: the lock is held; a dequeued sudog is ours to complete.
     unsafe {
         let s = st.sendq.dequeue();
@@ -259,16 +274,9 @@ fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>
             let sent = (*s).value.take().expect("a waiting sender has a value");
             (*s).outcome = Outcome::Done;
             *wake = (*s).take_unparker();
-            if cap == 0 {
-                return TryRecv::Got(sent);
-            }
-            // A sender waits only on a full buffer: take the head, queue its value.
-            let v = st
-                .buf
-                .pop_front()
-                .expect("a sender waits only on a full buffer");
-            st.buf.push_back(sent);
-            return TryRecv::Got(v);
+            // A sender waits only on a full buffer: take the head, queue its value (an
+            // empty buffer is a rendezvous channel's: the sender's value is the one).
+            return TryRecv::Got(st.buf.cycle(sent));
         }
     }
     match st.buf.pop_front() {
@@ -279,10 +287,46 @@ fn try_recv_locked<T>(cap: usize, st: &mut State<T>, wake: &mut Option<Unparker>
 }
 
 /// Creates a channel of capacity `cap`; `cap == 0` is a rendezvous channel (a send
-/// completes only when a receiver takes the value).
+/// completes only when a receiver takes the value), and `cap == usize::MAX` is the
+/// [`unbounded`] channel.
+///
+/// The buffer is allocated as values arrive, never `cap` slots up front, so a large
+/// `cap` costs nothing until it is used; a large buffer is freed again once drained.
+///
+/// ```
+/// use goro_sync::chan::channel;
+///
+/// let (tx, rx) = channel::<u32>(1 << 40); // allocates nothing yet
+/// tx.send(1).unwrap();
+/// assert_eq!((rx.recv(), rx.capacity()), (Ok(1), 1 << 40));
+/// ```
 pub fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
     let chan = Arc::new(Chan::new(cap, 1, None));
     (Sender { chan: chan.clone() }, Receiver { chan })
+}
+
+/// Creates a channel without a capacity limit (std's `mpsc::channel`, crossbeam's
+/// `unbounded`): a send never waits, a receive waits as usual. The same as
+/// `channel(usize::MAX)`, and `capacity()` says `usize::MAX`.
+///
+/// The buffer grows as values arrive and is freed once a receive drains it, so what
+/// it holds, not what it once held, is what it costs. Nothing stops a sender that
+/// outruns its receivers from filling the memory: reach for a bounded channel where
+/// senders should slow down.
+///
+/// ```
+/// use goro_sync::chan::unbounded;
+///
+/// let (tx, rx) = unbounded();
+/// for i in 0..10_000 {
+///     tx.send(i).unwrap(); // nobody is receiving yet: never waits
+/// }
+/// drop(tx);
+/// assert_eq!(rx.iter().sum::<i32>(), (0..10_000).sum());
+/// assert_eq!(rx.capacity(), usize::MAX);
+/// ```
+pub fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+    channel(UNBOUNDED)
 }
 
 /// The sending side of a channel. `Clone` adds a sender; dropping the last one closes
@@ -301,7 +345,7 @@ impl<T> Sender<T> {
     /// Sends `v`, waiting while the channel is full (or, for a rendezvous channel, until
     /// a receiver takes it). Returns the value back if the channel is closed.
     pub fn send(&self, v: T) -> Result<(), SendError<T>> {
-        self.send_deadline(v, None).map_err(|e| match e {
+        self.send_until(v, None).map_err(|e| match e {
             SendTimeoutError::Closed(v) | SendTimeoutError::Timeout(v) => SendError(v),
         })
     }
@@ -320,22 +364,40 @@ impl<T> Sender<T> {
         }
     }
 
-    /// Sends `v`, waiting at most `timeout`.
+    /// Sends `v`, waiting at most `timeout`. A timeout too large to add to now waits
+    /// forever.
     pub fn send_timeout(&self, v: T, timeout: Duration) -> Result<(), SendTimeoutError<T>> {
-        self.send_deadline(v, Some(Instant::now().checked_add(timeout)))
+        self.send_until(v, Instant::now().checked_add(timeout))
     }
 
-    /// `deadline`: None waits forever; Some(None) is a deadline too far to represent.
-    fn send_deadline(
-        &self,
-        v: T,
-        deadline: Option<Option<Instant>>,
-    ) -> Result<(), SendTimeoutError<T>> {
+    /// Sends `v`, waiting until `deadline` at the latest; gives the value back in
+    /// `Timeout` if the channel is still full then, in `Closed` if it is closed.
+    ///
+    /// A deadline that has passed still sends if that needs no waiting (as
+    /// [`try_send`](Sender::try_send), with `SendTimeoutError` for the error).
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, SendTimeoutError};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// tx.send_deadline(1, Instant::now()).unwrap(); // room: no waiting needed
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(tx.send_deadline(2, soon), Err(SendTimeoutError::Timeout(2)));
+    /// assert!(Instant::now() >= soon);
+    /// assert_eq!(rx.recv(), Ok(1));
+    /// ```
+    pub fn send_deadline(&self, v: T, deadline: Instant) -> Result<(), SendTimeoutError<T>> {
+        self.send_until(v, Some(deadline))
+    }
+
+    /// Sends `v`, waiting until `deadline` (`None`: forever).
+    fn send_until(&self, v: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
         goro_runtime::preempt_point();
         let chan = &*self.chan;
         let mut wake = None;
         let l = chan.locked();
-        let v = match try_send_locked(chan.cap, l.state(), v, &mut wake) {
+        let v = match try_send_locked(l.state(), v, &mut wake) {
             TrySend::Sent => {
                 drop(l);
                 if let Some(u) = wake {
@@ -346,6 +408,9 @@ impl<T> Sender<T> {
             TrySend::Closed(v) => return Err(SendTimeoutError::Closed(v)),
             TrySend::Full(v) => v,
         };
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(SendTimeoutError::Timeout(v)); // no waiting left: do not park
+        }
         // Block: link a sudog holding the value, sleep, unlock after the switch.
         let mut sg = Sudog::new(Some(v));
         sg.unparker = Some(park::prepare());
@@ -390,9 +455,57 @@ impl<T> Sender<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity (0: rendezvous).
+    /// The channel's capacity: 0 for a rendezvous channel, `usize::MAX` for an
+    /// [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
+    }
+
+    /// Whether a send now would wait: the channel is open, its buffer is full (for a
+    /// rendezvous channel: empty, as always), and no receiver is waiting to take the
+    /// value. Never true for an [`unbounded`] channel; false for a closed one, where a
+    /// send fails at once.
+    ///
+    /// A snapshot: other senders and receivers may change the answer before the
+    /// caller acts on it. `try_send` is the race-free way to send only if that needs
+    /// no waiting.
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, unbounded};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// assert!(!tx.is_full());
+    /// tx.send(1).unwrap();
+    /// assert!(tx.is_full());
+    /// rx.recv().unwrap();
+    /// assert!(!tx.is_full());
+    ///
+    /// let (tx, _rx) = channel::<u8>(0);
+    /// assert!(tx.is_full(), "rendezvous, and nobody is receiving");
+    ///
+    /// let (tx, _rx) = unbounded::<u8>();
+    /// assert!(!tx.is_full());
+    /// ```
+    pub fn is_full(&self) -> bool {
+        let l = self.chan.locked();
+        let st = l.state();
+        // SAFETY: the lock is held.
+        !st.closed && !st.buf.has_room() && !unsafe { st.recvq.has_waiter() }
+    }
+
+    /// Whether `self` and `other` send on the same channel (crossbeam's
+    /// `same_channel`).
+    ///
+    /// ```
+    /// use goro_sync::chan::channel;
+    ///
+    /// let (a, _ra) = channel::<u8>(1);
+    /// let (b, _rb) = channel::<u8>(1);
+    /// assert!(a.same_channel(&a.clone()));
+    /// assert!(!a.same_channel(&b));
+    /// ```
+    pub fn same_channel(&self, other: &Sender<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
     }
 
     /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
@@ -404,10 +517,10 @@ impl<T> Sender<T> {
 
 /// Parks a waiter whose sudog is linked and whose channel lock is held; the lock is
 /// released after the switch.
-fn park_blocked<T>(chan: &Chan<T>, reason: WaitReason, deadline: Option<Option<Instant>>) {
+fn park_blocked<T>(chan: &Chan<T>, reason: WaitReason, deadline: Option<Instant>) {
     match deadline {
-        None | Some(None) => park::park_commit(reason, || chan.raw_unlock()),
-        Some(Some(d)) => {
+        None => park::park_commit(reason, || chan.raw_unlock()),
+        Some(d) => {
             park::park_commit_timeout(reason, d, || chan.raw_unlock());
         }
     }
@@ -447,7 +560,7 @@ impl<T> Receiver<T> {
     /// Receives a value, waiting until one is sent. Returns `Err` once the channel is
     /// closed and drained.
     pub fn recv(&self) -> Result<T, RecvError> {
-        self.recv_deadline(None).map_err(|_| RecvError)
+        self.recv_until(None).map_err(|_| RecvError)
     }
 
     /// Receives a value if one is available now.
@@ -463,18 +576,47 @@ impl<T> Receiver<T> {
         }
     }
 
-    /// Receives a value, waiting at most `timeout`.
+    /// Receives a value, waiting at most `timeout`. A timeout too large to add to now
+    /// waits forever.
     pub fn recv_timeout(&self, timeout: Duration) -> Result<T, RecvTimeoutError> {
-        self.recv_deadline(Some(Instant::now().checked_add(timeout)))
+        self.recv_until(Instant::now().checked_add(timeout))
     }
 
-    fn recv_deadline(&self, deadline: Option<Option<Instant>>) -> Result<T, RecvTimeoutError> {
+    /// Receives a value, waiting until `deadline` at the latest: `Timeout` if nothing
+    /// arrived by then, `Closed` once the channel is closed and drained.
+    ///
+    /// A deadline that has passed still receives a value that is there (as
+    /// [`try_recv`](Receiver::try_recv), with `RecvTimeoutError` for the error).
+    ///
+    /// ```
+    /// use goro_sync::chan::{channel, RecvTimeoutError};
+    /// use std::time::{Duration, Instant};
+    ///
+    /// let (tx, rx) = channel::<u8>(1);
+    /// let h = goro_runtime::spawn(move || {
+    ///     goro_runtime::time::sleep(Duration::from_millis(1));
+    ///     tx.send(7).unwrap();
+    ///     tx // keep the channel open
+    /// });
+    /// let far = Instant::now() + Duration::from_secs(60);
+    /// assert_eq!(rx.recv_deadline(far), Ok(7)); // woken well before the deadline
+    /// let soon = Instant::now() + Duration::from_millis(5);
+    /// assert_eq!(rx.recv_deadline(soon), Err(RecvTimeoutError::Timeout));
+    /// drop(h.join().unwrap());
+    /// assert_eq!(rx.recv_deadline(far), Err(RecvTimeoutError::Closed));
+    /// ```
+    pub fn recv_deadline(&self, deadline: Instant) -> Result<T, RecvTimeoutError> {
+        self.recv_until(Some(deadline))
+    }
+
+    /// Receives, waiting until `deadline` (`None`: forever).
+    fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
         goro_runtime::preempt_point();
         let chan = &*self.chan;
         chan.deliver_due();
         let mut wake = None;
         let l = chan.locked();
-        match try_recv_locked(chan.cap, l.state(), &mut wake) {
+        match try_recv_locked(l.state(), &mut wake) {
             TryRecv::Got(v) => {
                 drop(l);
                 if let Some(u) = wake {
@@ -485,14 +627,17 @@ impl<T> Receiver<T> {
             TryRecv::Closed => return Err(RecvTimeoutError::Closed),
             TryRecv::Empty => {}
         }
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(RecvTimeoutError::Timeout); // no waiting left: do not park
+        }
         let mut sg = Sudog::<T>::new(None);
         sg.unparker = Some(park::prepare());
         let s: *mut Sudog<T> = &mut sg;
-        // SAFETY: as in send_deadline.
+        // SAFETY: as in send_until.
         unsafe { l.state().recvq.push(s) };
         std::mem::forget(l); // unlocked by the commit
         park_blocked(chan, WaitReason::ChanReceive, deadline);
-        // SAFETY: as in send_deadline.
+        // SAFETY: as in send_until.
         let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.recvq) };
         match outcome {
             Outcome::Done => Ok(sg.value.take().expect("a completed receive holds a value")),
@@ -521,9 +666,27 @@ impl<T> Receiver<T> {
         self.len() == 0
     }
 
-    /// The channel's capacity (0: rendezvous).
+    /// The channel's capacity: 0 for a rendezvous channel (and [`never()`]), 1 for a timer
+    /// channel, `usize::MAX` for an [`unbounded`] one.
     pub fn capacity(&self) -> usize {
         self.chan.cap
+    }
+
+    /// Whether `self` and `other` receive from the same channel (crossbeam's
+    /// `same_channel`).
+    ///
+    /// ```
+    /// use goro_sync::chan::{after, channel};
+    /// use std::time::Duration;
+    ///
+    /// let (_tx, rx) = channel::<u8>(0);
+    /// assert!(rx.same_channel(&rx.clone()));
+    /// assert!(!rx.same_channel(&channel::<u8>(0).1));
+    /// let t = after(Duration::from_secs(1));
+    /// assert!(t.same_channel(&t.clone()));
+    /// ```
+    pub fn same_channel(&self, other: &Receiver<T>) -> bool {
+        Arc::ptr_eq(&self.chan, &other.chan)
     }
 
     /// Whether the channel is closed (values may still be buffered).
@@ -583,7 +746,7 @@ impl<T> Drop for Receiver<T> {
 impl<T> fmt::Debug for Sender<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Sender")
-            .field("capacity", &self.chan.cap)
+            .field("capacity", self.chan.debug_capacity())
             .finish_non_exhaustive()
     }
 }
@@ -591,7 +754,7 @@ impl<T> fmt::Debug for Sender<T> {
 impl<T> fmt::Debug for Receiver<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Receiver")
-            .field("capacity", &self.chan.cap)
+            .field("capacity", self.chan.debug_capacity())
             .finish_non_exhaustive()
     }
 }

@@ -122,7 +122,7 @@ unsafe impl<T> SelectArm for RecvArm<'_, T> {
         let chan = &*self.rx.chan;
         let mut wake = None;
         // SAFETY: the channel is locked (caller's contract).
-        match try_recv_locked(chan.cap, unsafe { chan.state_locked() }, &mut wake) {
+        match try_recv_locked(unsafe { chan.state_locked() }, &mut wake) {
             TryRecv::Got(v) => {
                 self.result = Some(Ok(v));
                 Some(wake)
@@ -205,7 +205,7 @@ unsafe impl<T> SelectArm for SendArm<'_, T> {
             .expect("a send arm holds its value until it completes");
         let mut wake = None;
         // SAFETY: the channel is locked (caller's contract).
-        match try_send_locked(chan.cap, unsafe { chan.state_locked() }, v, &mut wake) {
+        match try_send_locked(unsafe { chan.state_locked() }, v, &mut wake) {
             TrySend::Sent => {
                 self.result = Some(Ok(()));
                 Some(wake)

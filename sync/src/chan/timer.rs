@@ -1,4 +1,4 @@
-//! Timer channels: [`after`], [`tick`], [`never`], and [`Ticker`].
+//! Timer channels: [`after`], [`at`], [`tick`], [`never`], and [`Ticker`].
 //!
 //! They follow Go 1.23's timer channels:
 //!
@@ -6,10 +6,10 @@
 //!   [`TimerHook`], which every receive runs first: a due value is delivered on the
 //!   spot. So an expired timer channel is ready to a `select!` with `default`, or a
 //!   `try_recv`, at once, even if the runtime timer has not fired yet (and
-//!   `after(Duration::ZERO)` is always ready). The runtime timer delivers the value
-//!   when nobody is receiving, for a receiver that parks.
+//!   `after(Duration::ZERO)`, or `at` a past instant, is always ready). The runtime
+//!   timer delivers the value when nobody is receiving, for a receiver that parks.
 //! - **The value is the scheduled instant**, not the moment the firing code ran: `after(d)`
-//!   sends `start + d`, a ticker `start + k × period`.
+//!   sends `start + d`, `at(t)` sends `t`, a ticker `start + k × period`.
 //! - **Missed ticks are dropped.** The channel buffers one value; a tick that finds it
 //!   full is dropped, and the next tick is the first one after now (as the runtime
 //!   heap's rule for periodic timers: one step past missed periods).
@@ -34,7 +34,29 @@ use super::{Chan, Receiver, RecvError, TimerHook, TryRecv};
 /// A `Duration` too large to add to now means never. Dropping the receiver stops the
 /// timer.
 pub fn after(d: Duration) -> Receiver<Instant> {
-    timer_channel(start_after(d), None).0
+    at(start_after(d))
+}
+
+/// A channel that receives once, at `deadline`, the instant `deadline` itself: [`after`]
+/// with an instant instead of a duration (crossbeam's `at`).
+///
+/// A deadline that has passed is ready at once (to `try_recv` and a `select!` with
+/// `default` too); one too far ahead for the runtime clock waits forever rather than
+/// wrapping round to the past. Dropping the receiver stops the timer.
+///
+/// ```
+/// use goro_sync::chan::at;
+/// use std::time::{Duration, Instant};
+///
+/// let then = Instant::now() + Duration::from_millis(5);
+/// assert_eq!(at(then).recv(), Ok(then));
+/// assert!(Instant::now() >= then);
+///
+/// let past = Instant::now() - Duration::from_millis(1);
+/// assert_eq!(at(past).try_recv(), Ok(past)); // ready at once
+/// ```
+pub fn at(deadline: Instant) -> Receiver<Instant> {
+    timer_channel(deadline, None).0
 }
 
 /// A channel that receives every `d`, starting `d` from now, the instant each tick was

@@ -194,6 +194,30 @@ impl<T> WaitQueue<T> {
         }
     }
 
+    /// Whether a waiter is linked that a counterpart could complete now: a plain one,
+    /// or a select arm whose select is still undecided. Claims nothing.
+    ///
+    /// # Safety
+    ///
+    /// Channel lock held.
+    pub(crate) unsafe fn has_waiter(&self) -> bool {
+        let mut s = self.head;
+        while !s.is_null() {
+            // SAFETY: linked nodes are valid while linked, and the lock (caller's
+            // contract) keeps them linked; a select state outlives its linked sudogs.
+            unsafe {
+                // Relaxed: the answer is a snapshot that nothing is read through; a
+                // select arm on another channel may be claimed under that channel's
+                // lock at any moment, whatever the ordering.
+                if (*s).select.is_null() || (*(*s).select).winner.load(Ordering::Relaxed) == 0 {
+                    return true;
+                }
+                s = (*s).next;
+            }
+        }
+        false
+    }
+
     /// Marks every waiter closed and returns their unparkers (to wake after unlocking).
     ///
     /// # Safety
