@@ -25,9 +25,9 @@ pub struct ReadmeDoctests;
 pub struct GuideDoctests;
 
 pub use goro_runtime::{
-    blocking, current_id, maxprocs, num_goroutines, panic_message, preempt_point, set_maxprocs,
-    spawn, yield_now, Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
-    MIN_STACK_SIZE,
+    blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
+    set_maxprocs, spawn, yield_now, Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS,
+    MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
 /// Parking and unparking coroutines and threads: the primitive every blocking

@@ -46,7 +46,7 @@ mod timers;
 mod wait;
 
 pub use config::DEFAULT_STACK_SIZE;
-pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
+pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use spawn::{panic_message, spawn, Builder, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 

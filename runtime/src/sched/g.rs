@@ -148,7 +148,7 @@ impl G {
     pub(crate) fn new(
         shell: Option<GRef>,
         id: u64,
-        name: Option<String>,
+        name: Option<Arc<str>>,
         pinned: bool,
         stack: Stack,
         main: impl FnOnce() + Send + 'static,
@@ -367,7 +367,14 @@ mod tests {
 
     fn dead_g(shell: Option<GRef>, id: u64) -> GRef {
         let stack = Stack::new(usable_size(64 * 1024).unwrap()).unwrap();
-        let g = G::new(shell, id, Some(format!("g{id}")), false, stack, || {});
+        let g = G::new(
+            shell,
+            id,
+            Some(format!("g{id}").into()),
+            false,
+            stack,
+            || {},
+        );
         // Nobody resumes it; drop its coroutine as `take_stack` does for a dead one.
         // SAFETY: we are the only owner; the coroutine never started.
         unsafe { (*g.co.get()).take() };

@@ -395,6 +395,30 @@ pub fn current_id() -> Option<u64> {
     }
 }
 
+/// The name of the running coroutine (its [`Builder::name`](crate::Builder::name); None
+/// if it has none), or on a plain thread the thread's name
+/// (`std::thread::current().name()`, `Some("main")` on the main thread). Inside a
+/// [`blocking`](crate::blocking) call it is still the coroutine's name. Allocates the
+/// copy it returns.
+///
+/// ```
+/// let h = goro_runtime::Builder::new()
+///     .name("worker")
+///     .spawn(goro_runtime::current_name)
+///     .unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("worker"));
+/// assert_eq!(goro_runtime::spawn(goro_runtime::current_name).join().unwrap(), None);
+/// ```
+pub fn current_name() -> Option<String> {
+    let g = m::running_g_ptr();
+    if g.is_null() {
+        return std::thread::current().name().map(String::from);
+    }
+    // SAFETY: the G whose code runs on this thread is alive while it runs (its M holds
+    // it); its name never changes.
+    unsafe { (*g).guard.name.as_deref().map(String::from) }
+}
+
 /// Whether the calling thread is one of the runtime's Ms.
 pub(crate) fn on_m() -> bool {
     m::current_m().is_some()
