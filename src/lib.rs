@@ -26,9 +26,13 @@ pub struct GuideDoctests;
 
 pub use goro_runtime::{
     blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
-    set_maxprocs, spawn, yield_now, Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS,
+    set_maxprocs, spawn, yield_now, Builder, JoinHandle, LocalKey, DEFAULT_STACK_SIZE, MAX_PROCS,
     MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
+
+/// Declares coroutine-local statics (`thread_local!` for coroutines): see
+/// [`LocalKey`].
+pub use goro_runtime::coroutine_local;
 
 /// Parking and unparking coroutines and threads: the primitive every blocking
 /// operation in goro is built on.

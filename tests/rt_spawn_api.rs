@@ -1,8 +1,12 @@
-//! The std-shaped spawning API (issue 18): names and `JoinHandle::join_timeout`, from
-//! coroutines and plain threads.
+//! The std-shaped spawning API (issue 18): names, `JoinHandle::join_timeout` and
+//! `coroutine_local!`, from coroutines and plain threads.
 
 mod common;
 
+use std::cell::{Cell, RefCell};
+use std::panic::catch_unwind;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::with_timeout;
@@ -23,6 +27,21 @@ fn on_thread_and_coroutine(f: fn()) {
 
 fn sleep_ms(ms: u64) {
     goro::time::sleep(Duration::from_millis(ms));
+}
+
+/// Polls `cond` every millisecond, for at most 10 s.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        if cond() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("{what}: not within 10 s");
 }
 
 // ---- names ----
@@ -156,5 +175,255 @@ fn stress_join_timeout_races_finish() {
             sum
         });
         assert_eq!(joiner.join().unwrap(), 499 * 500 / 2);
+    });
+}
+
+// ---- coroutine_local! ----
+
+goro::coroutine_local! {
+    static INDEX: Cell<usize> = Cell::new(usize::MAX);
+    static LOG: RefCell<Vec<usize>> = RefCell::new(Vec::new());
+}
+
+#[test]
+fn coroutine_locals_are_isolated_between_1000_migrating_coroutines() {
+    with_timeout(T, || {
+        let threads = Arc::new(Mutex::new(std::collections::HashSet::new()));
+        let hs: Vec<_> = (0..1000usize)
+            .map(|i| {
+                let threads = threads.clone();
+                goro::go!(move || {
+                    assert_eq!(INDEX.with(|c| c.get()), usize::MAX, "fresh value");
+                    INDEX.with(|c| c.set(i));
+                    for round in 0..5 {
+                        LOG.with(|l| l.borrow_mut().push(i * 10 + round));
+                        if round % 2 == 0 {
+                            goro::yield_now();
+                        } else {
+                            goro::time::sleep(Duration::from_micros(100));
+                        }
+                        threads.lock().unwrap().insert(std::thread::current().id());
+                        assert_eq!(INDEX.with(|c| c.get()), i, "coroutine {i}, round {round}");
+                    }
+                    // A `with` closure may itself park and resume elsewhere.
+                    LOG.with(|l| {
+                        goro::yield_now();
+                        l.borrow().clone()
+                    })
+                })
+            })
+            .collect();
+        for (i, h) in hs.into_iter().enumerate() {
+            let log = h.join().unwrap();
+            assert_eq!(log, (0..5).map(|r| i * 10 + r).collect::<Vec<_>>());
+        }
+        // This plain thread never set its own.
+        assert_eq!(INDEX.with(|c| c.get()), usize::MAX);
+        if goro::maxprocs() >= 2 {
+            eprintln!(
+                "coroutine locals: the coroutines ran on {} threads",
+                threads.lock().unwrap().len()
+            );
+        }
+    });
+}
+
+/// Sets its flag when dropped, and counts itself in `LIVE` while alive.
+struct Tracked {
+    dropped: Option<Arc<AtomicBool>>,
+}
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static INITS: AtomicUsize = AtomicUsize::new(0);
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        if let Some(d) = &self.dropped {
+            d.store(true, Ordering::SeqCst);
+        }
+        LIVE.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+goro::coroutine_local! {
+    static TRACKED: RefCell<Tracked> = {
+        INITS.fetch_add(1, Ordering::SeqCst);
+        LIVE.fetch_add(1, Ordering::SeqCst);
+        RefCell::new(Tracked { dropped: None })
+    };
+}
+
+#[test]
+fn coroutine_local_destructors_run_at_exit_before_join_returns() {
+    with_timeout(T, || {
+        for i in 0..100 {
+            let flag = Arc::new(AtomicBool::new(false));
+            let f = flag.clone();
+            let h = goro::go!(move || {
+                TRACKED.with(|t| t.borrow_mut().dropped = Some(f));
+                if i % 2 == 0 {
+                    goro::yield_now();
+                }
+                i
+            });
+            assert_eq!(h.join().unwrap(), i);
+            assert!(
+                flag.load(Ordering::SeqCst),
+                "coroutine {i}: dropped after join"
+            );
+        }
+        // The same with is_finished.
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        let h = goro::go!(move || TRACKED.with(|t| t.borrow_mut().dropped = Some(f)));
+        eventually("finished", || h.is_finished());
+        assert!(flag.load(Ordering::SeqCst), "dropped after is_finished");
+    });
+}
+
+#[test]
+fn coroutine_local_is_made_lazily_and_dropped_once() {
+    with_timeout(T, || {
+        // Only the coroutines that use the key make a value (other tests may use
+        // TRACKED concurrently, so count this test's own).
+        let before_inits = INITS.load(Ordering::SeqCst);
+        let hs: Vec<_> = (0..200)
+            .map(|i| {
+                goro::go!(move || {
+                    if i % 4 == 0 {
+                        TRACKED.with(|_| ());
+                        TRACKED.with(|_| ()); // made once
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        assert!(INITS.load(Ordering::SeqCst) - before_inits >= 50);
+        // Every value made by a coroutine is dropped by its end: none of ours is live.
+        // (LIVE counts this test's and other tests' values; ours are all joined.)
+        let live = LIVE.load(Ordering::SeqCst);
+        assert!(live < 50, "{live} values still alive");
+    });
+}
+
+/// Logs its name into a shared log when dropped, after parking once.
+struct Logs(&'static str, Arc<Mutex<Vec<&'static str>>>);
+
+impl Drop for Logs {
+    fn drop(&mut self) {
+        goro::yield_now(); // a destructor may park
+        self.1.lock().unwrap().push(self.0);
+        if self.0 == "first" {
+            // A destructor may use a key not used before: it is made, then dropped.
+            LATE.with(|l| *l.borrow_mut() = Some(Logs("late", self.1.clone())));
+        }
+    }
+}
+
+goro::coroutine_local! {
+    static FIRST: RefCell<Option<Logs>> = RefCell::new(None);
+    static SECOND: RefCell<Option<Logs>> = RefCell::new(None);
+    static LATE: RefCell<Option<Logs>> = RefCell::new(None);
+}
+
+#[test]
+fn coroutine_locals_drop_last_made_first_and_may_park() {
+    with_timeout(T, || {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let l = log.clone();
+        goro::go!(move || {
+            FIRST.with(|f| *f.borrow_mut() = Some(Logs("first", l.clone())));
+            SECOND.with(|s| *s.borrow_mut() = Some(Logs("second", l.clone())));
+        })
+        .join()
+        .unwrap();
+        assert_eq!(*log.lock().unwrap(), ["second", "first", "late"]);
+    });
+}
+
+goro::coroutine_local! {
+    static FLAKY: u32 = {
+        if !FLAKY_FAILED.swap(true, Ordering::SeqCst) {
+            panic!("first init fails");
+        }
+        5
+    };
+    static SELF_REF: u32 = SELF_REF.with(|v| *v);
+    static BAD_DROP: RefCell<Option<PanicsOnDrop>> = RefCell::new(None);
+}
+
+static FLAKY_FAILED: AtomicBool = AtomicBool::new(false);
+
+struct PanicsOnDrop;
+
+impl Drop for PanicsOnDrop {
+    fn drop(&mut self) {
+        panic!("local destructor boom");
+    }
+}
+
+#[test]
+fn coroutine_local_misuse_is_reported() {
+    with_timeout(T, || {
+        // A panicking initialiser stores nothing; the next use tries again.
+        let h = goro::Builder::new()
+            .spawn(|| {
+                let first = catch_unwind(|| FLAKY.with(|v| *v));
+                assert!(first.is_err());
+                FLAKY.with(|v| *v)
+            })
+            .unwrap();
+        assert_eq!(h.join().unwrap(), 5);
+
+        // An initialiser that uses its own key.
+        let payload = goro::go!(|| SELF_REF.with(|v| *v)).join().unwrap_err();
+        let msg = goro::panic_message(&*payload);
+        assert!(
+            msg.contains("SELF_REF") && msg.contains("own initialiser"),
+            "{msg}"
+        );
+
+        // A panicking destructor becomes the coroutine's panic.
+        let payload = goro::go!(|| {
+            BAD_DROP.with(|b| *b.borrow_mut() = Some(PanicsOnDrop));
+            17
+        })
+        .join()
+        .unwrap_err();
+        assert_eq!(goro::panic_message(&*payload), "local destructor boom");
+    });
+}
+
+#[test]
+fn coroutine_local_inside_blocking_is_the_coroutines() {
+    with_timeout(T, || {
+        let v = goro::go!(|| {
+            INDEX.with(|c| c.set(31));
+            goro::blocking(|| INDEX.with(|c| c.get()))
+        })
+        .join()
+        .unwrap();
+        assert_eq!(v, 31);
+    });
+}
+
+#[test]
+fn coroutine_local_on_plain_threads_is_per_thread() {
+    with_timeout(T, || {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        std::thread::spawn(move || {
+            INDEX.with(|c| c.set(1));
+            TRACKED.with(|t| t.borrow_mut().dropped = Some(f));
+            let other = std::thread::spawn(|| INDEX.with(|c| c.get()))
+                .join()
+                .unwrap();
+            assert_eq!(other, usize::MAX, "another thread has its own");
+            assert_eq!(INDEX.with(|c| c.get()), 1);
+        })
+        .join()
+        .unwrap();
+        // Dropped as the thread exited.
+        assert!(flag.load(Ordering::SeqCst));
     });
 }

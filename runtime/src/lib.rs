@@ -10,13 +10,15 @@
 //! `tests/layers.rs` checks it; docs/architecture.md has the whole map):
 //! - layer 0: `wait` (the park/ready handshake word, wait reasons), `lockrank` (the
 //!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`, `sys`
-//!   (system calls that never reach a hook), `arc_slot` (the hooks' lock-free slot).
+//!   (system calls that never reach a hook), `arc_slot` (the hooks' lock-free slot),
+//!   `local_table` (one coroutine's coroutine-local values).
 //! - layer 1: `timers` (per-P timer heaps and the firing rule), `netpoll` (the poller,
 //!   which returns what it readied).
 //! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
 //!   module doc is the design comment: glossary, protocols.
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
-//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), [`time`].
+//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `local` ([`LocalKey`],
+//!   [`coroutine_local!`]), [`time`].
 //! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
 //!   libc hooks of the `hooks` feature).
 
@@ -30,6 +32,8 @@ mod epoll;
 pub mod fs;
 #[cfg(all(feature = "hooks", not(loom)))]
 mod hooks;
+mod local;
+mod local_table;
 mod lockrank;
 mod loom;
 mod membarrier;
@@ -46,6 +50,7 @@ mod timers;
 mod wait;
 
 pub use config::DEFAULT_STACK_SIZE;
+pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use spawn::{panic_message, spawn, Builder, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};

@@ -1,5 +1,18 @@
 //! Spawning coroutines: [`Builder`], [`spawn`], [`JoinHandle`].
 //!
+//! # How a coroutine ends
+//!
+//! Every coroutine spawned here runs [`run`], then hands its result on:
+//!
+//! 1. its function runs under `catch_unwind`; the values it captured are dropped when
+//!    it returns or unwinds;
+//! 2. its coroutine-local values are dropped (`local.rs`), on the coroutine, last made
+//!    first;
+//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake).
+//!
+//! So whatever reports a coroutine finished (`join`, `is_finished`) reports it after 1
+//! and 2.
+//!
 //! # The join handshake
 //!
 //! A [`JoinHandle`] and its coroutine share a packet: the result slot, the joiner's
@@ -223,13 +236,19 @@ impl<T> JoinInner<T> {
     }
 }
 
-/// Runs a coroutine's function, catching its panic. Must run on the coroutine, as
-/// the body of its spawn.
+/// Runs a coroutine's function, then drops its coroutine-local values (steps 1 and 2
+/// of "how a coroutine ends"). A panic in a value's destructor becomes the coroutine's
+/// result if the function itself returned (the value it returned is dropped). Must run
+/// on the coroutine, as the body of its spawn.
 pub(crate) fn run<F, T>(f: F) -> thread::Result<T>
 where
     F: FnOnce() -> T,
 {
-    catch_unwind(AssertUnwindSafe(f))
+    let r = catch_unwind(AssertUnwindSafe(f));
+    match crate::local::drop_coroutine_locals() {
+        Some(payload) if r.is_ok() => Err(payload),
+        _ => r,
+    }
 }
 
 /// Configures a coroutine before spawning it.

@@ -419,6 +419,19 @@ pub fn current_name() -> Option<String> {
     unsafe { (*g).guard.name.as_deref().map(String::from) }
 }
 
+/// The coroutine-local table (`local.rs`) of the coroutine whose code runs on this
+/// thread, also inside a `blocking` call; null on a plain thread (or on an M's
+/// scheduler stack). Valid, and this thread's, until the coroutine next switches.
+pub(crate) fn current_locals() -> *const std::cell::RefCell<crate::local_table::LocalTable> {
+    let g = m::running_g_ptr();
+    if g.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: the G is alive while its code runs on this thread (its M holds it);
+    // taking a field's address reads nothing.
+    unsafe { std::ptr::addr_of!((*g).locals) }
+}
+
 /// Whether the calling thread is one of the runtime's Ms.
 pub(crate) fn on_m() -> bool {
     m::current_m().is_some()

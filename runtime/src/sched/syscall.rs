@@ -29,8 +29,8 @@ use crate::wait::WaitReason;
 ///
 /// Inside `f` the coroutine is treated as a plain thread: goro operations it makes
 /// there (a channel receive, a lock) block the thread rather than park the coroutine,
-/// and a nested `blocking` is a plain call. It is still itself, though:
-/// `current_name` is the coroutine's, not the thread's.
+/// and a nested `blocking` is a plain call. It is still itself, though: its
+/// `coroutine_local!` values and `current_name` are the coroutine's, not the thread's.
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let g = current_g_ptr();
     let Some(m) = current_m() else { return f() };
