@@ -26,8 +26,8 @@ pub struct GuideDoctests;
 
 pub use goro_runtime::{
     blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
-    set_maxprocs, spawn, yield_now, Builder, JoinHandle, LocalKey, DEFAULT_STACK_SIZE, MAX_PROCS,
-    MAX_STACK_SIZE, MIN_STACK_SIZE,
+    scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, LocalKey, Scope, ScopedJoinHandle,
+    DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see

@@ -1,10 +1,10 @@
-//! The std-shaped spawning API (issue 18): names, `JoinHandle::join_timeout` and
-//! `coroutine_local!`, from coroutines and plain threads.
+//! The std-shaped spawning API (issue 18): `scope`, names, `JoinHandle::join_timeout`
+//! and `coroutine_local!`, from coroutines and plain threads.
 
 mod common;
 
 use std::cell::{Cell, RefCell};
-use std::panic::catch_unwind;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,6 +44,197 @@ fn eventually(what: &str, cond: impl Fn() -> bool) {
     panic!("{what}: not within 10 s");
 }
 
+// ---- scope ----
+
+#[test]
+fn scope_borrows_a_stack_vec_and_mutates_disjoint_parts() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let mut v: Vec<u64> = (0..1000).collect();
+            let seven = 7u64;
+            let offset = &seven; // borrowed by every coroutine
+            let sum = goro::scope(|s| {
+                for chunk in v.chunks_mut(100) {
+                    s.spawn(move || {
+                        for x in chunk.iter_mut() {
+                            *x = *x * 2 + *offset;
+                            if *x % 10 == 0 {
+                                goro::yield_now();
+                            }
+                        }
+                    });
+                }
+                // A handle returning a borrow of the caller's data.
+                let h = s.spawn(|| offset);
+                *h.join().unwrap()
+            });
+            assert_eq!(sum, 7);
+            for (i, x) in v.iter().enumerate() {
+                assert_eq!(*x, i as u64 * 2 + 7, "element {i}");
+            }
+        });
+    });
+}
+
+#[test]
+fn scope_joins_every_coroutine_when_its_closure_panics() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let finished = AtomicUsize::new(0);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                goro::scope(|s| {
+                    for i in 0..10 {
+                        let finished = &finished;
+                        s.spawn(move || {
+                            sleep_ms(5 + i * 3);
+                            finished.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                    panic!("the scope's own panic");
+                })
+            }));
+            let payload = r.expect_err("scope did not resume the closure's panic");
+            assert_eq!(goro::panic_message(&*payload), "the scope's own panic");
+            assert_eq!(finished.load(Ordering::SeqCst), 10);
+        });
+    });
+}
+
+#[test]
+fn scope_panics_after_joining_all_if_an_unjoined_coroutine_panicked() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let finished = AtomicUsize::new(0);
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                goro::scope(|s| {
+                    s.spawn(|| panic!("scoped boom"));
+                    for _ in 0..5 {
+                        s.spawn(|| {
+                            sleep_ms(20);
+                            finished.fetch_add(1, Ordering::SeqCst);
+                        });
+                    }
+                })
+            }));
+            let payload = r.expect_err("an unjoined panic did not propagate");
+            assert_eq!(goro::panic_message(&*payload), "a scoped thread panicked");
+            assert_eq!(finished.load(Ordering::SeqCst), 5);
+        });
+    });
+}
+
+#[test]
+fn scope_does_not_panic_for_a_joined_panic() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let r = goro::scope(|s| {
+                let h = s.spawn(|| -> u32 { panic!("joined boom") });
+                let payload = h.join().expect_err("panic not delivered");
+                assert_eq!(goro::panic_message(&*payload), "joined boom");
+                // A dropped handle of a coroutine that succeeds is no panic either.
+                drop(s.spawn(|| 1));
+                5
+            });
+            assert_eq!(r, 5);
+        });
+    });
+}
+
+#[test]
+fn scope_waits_for_a_forgotten_handle() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let mut done = false;
+            let start = Instant::now();
+            goro::scope(|s| {
+                let h = s.spawn(|| {
+                    sleep_ms(30);
+                    done = true;
+                });
+                std::mem::forget(h);
+            });
+            assert!(
+                done,
+                "scope returned before the coroutine of a forgotten handle"
+            );
+            assert!(start.elapsed() >= Duration::from_millis(30));
+        });
+    });
+}
+
+#[test]
+fn nested_scopes() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let mut grid = vec![vec![0u32; 8]; 8];
+            let base = 100u32;
+            goro::scope(|outer| {
+                for (r, row) in grid.iter_mut().enumerate() {
+                    outer.spawn(move || {
+                        goro::scope(|inner| {
+                            for (c, cell) in row.iter_mut().enumerate() {
+                                inner.spawn(move || {
+                                    goro::yield_now();
+                                    *cell = base + (r * 8 + c) as u32;
+                                });
+                            }
+                        });
+                        // The inner scope has ended: the row is filled.
+                        assert!(row.iter().all(|&x| x >= base));
+                    });
+                }
+            });
+            for (r, row) in grid.iter().enumerate() {
+                for (c, &x) in row.iter().enumerate() {
+                    assert_eq!(x, base + (r * 8 + c) as u32);
+                }
+            }
+        });
+    });
+}
+
+#[test]
+fn scoped_handles_report_finished_and_spawn_from_scoped_coroutines() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let counter = AtomicUsize::new(0);
+            goro::scope(|s| {
+                let h = s.spawn(|| 3);
+                for _ in 0..10_000 {
+                    if h.is_finished() {
+                        break;
+                    }
+                    goro::yield_now();
+                    std::thread::sleep(Duration::from_micros(100));
+                }
+                assert!(h.is_finished());
+                assert_eq!(h.join().unwrap(), 3);
+                // A scoped coroutine spawns more into the same scope.
+                s.spawn(|| {
+                    for _ in 0..10 {
+                        s.spawn(|| counter.fetch_add(1, Ordering::SeqCst));
+                    }
+                });
+            });
+            assert_eq!(counter.load(Ordering::SeqCst), 10);
+        });
+    });
+}
+
+#[test]
+fn spawn_scoped_errors_leave_the_scope_consistent() {
+    with_timeout(T, || {
+        goro::scope(|s| {
+            let err = goro::Builder::new()
+                .stack_size(1)
+                .spawn_scoped(s, || ())
+                .unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+        });
+        // Had the failed spawn stayed counted, the scope would never have returned.
+    });
+}
+
 // ---- names ----
 
 #[test]
@@ -76,6 +267,15 @@ fn names_of_handles_and_current_name() {
             .spawn(goro::current_name)
             .unwrap();
         assert_eq!(t.join().unwrap(), None);
+
+        goro::scope(|s| {
+            let h = goro::Builder::new()
+                .name("scoped")
+                .spawn_scoped(s, goro::current_name)
+                .unwrap();
+            assert_eq!(h.name(), Some("scoped"));
+            assert_eq!(h.join().unwrap().as_deref(), Some("scoped"));
+        });
     });
 }
 

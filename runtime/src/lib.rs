@@ -17,8 +17,9 @@
 //! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
 //!   module doc is the design comment: glossary, protocols.
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
-//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `local` ([`LocalKey`],
-//!   [`coroutine_local!`]), [`time`].
+//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `scope` ([`scope`],
+//!   [`Scope`], [`ScopedJoinHandle`]), `local` ([`LocalKey`], [`coroutine_local!`]),
+//!   [`time`].
 //! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
 //!   libc hooks of the `hooks` feature).
 
@@ -41,6 +42,7 @@ pub mod net;
 mod netpoll;
 pub mod park;
 mod sched;
+mod scope;
 mod spawn;
 mod stack;
 pub mod sync_support;
@@ -52,6 +54,7 @@ mod wait;
 pub use config::DEFAULT_STACK_SIZE;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
+pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{panic_message, spawn, Builder, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 

@@ -2,16 +2,18 @@
 //!
 //! # How a coroutine ends
 //!
-//! Every coroutine spawned here runs [`run`], then hands its result on:
+//! Every coroutine spawned here (also in a [`scope`](crate::scope)) runs [`run`], then
+//! hands its result on:
 //!
 //! 1. its function runs under `catch_unwind`; the values it captured are dropped when
 //!    it returns or unwinds;
 //! 2. its coroutine-local values are dropped (`local.rs`), on the coroutine, last made
 //!    first;
-//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake).
+//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake), or
+//!    a scoped handle's packet and then the scope's count.
 //!
-//! So whatever reports a coroutine finished (`join`, `is_finished`) reports it after 1
-//! and 2.
+//! So whatever reports a coroutine finished (`join`, `is_finished`, the end of a scope)
+//! reports it after 1 and 2.
 //!
 //! # The join handshake
 //!
@@ -155,9 +157,10 @@ impl<T> Packet<T> {
     }
 }
 
-/// The joiner's side of a packet. Its owner is the only joiner: the methods that wait
-/// take `&self` but are called only from methods that consume or exclusively own the
-/// handle.
+/// The joiner's side of a packet, shared by [`JoinHandle`] and
+/// [`ScopedJoinHandle`](crate::ScopedJoinHandle). Its owner is the only joiner: the
+/// methods that wait take `&self` but are called only from methods that consume or
+/// exclusively own the handle.
 pub(crate) struct JoinInner<T> {
     id: u64,
     name: Option<Arc<str>>,
