@@ -1,5 +1,5 @@
-//! The std-shaped spawning API (issue 18): `scope`, names, `JoinHandle::join_timeout`
-//! and `coroutine_local!`, from coroutines and plain threads.
+//! The std-shaped spawning API (issue 18): `scope`, `JoinSet`, names,
+//! `JoinHandle::join_timeout` and `coroutine_local!`, from coroutines and plain threads.
 
 mod common;
 
@@ -27,21 +27,6 @@ fn on_thread_and_coroutine(f: fn()) {
 
 fn sleep_ms(ms: u64) {
     goro::time::sleep(Duration::from_millis(ms));
-}
-
-/// Polls `cond` every millisecond, for at most 10 s.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        if start.elapsed() > Duration::from_secs(10) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    panic!("{what}: not within 10 s");
 }
 
 // ---- scope ----
@@ -232,6 +217,164 @@ fn spawn_scoped_errors_leave_the_scope_consistent() {
             assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
         });
         // Had the failed spawn stayed counted, the scope would never have returned.
+    });
+}
+
+// ---- JoinSet ----
+
+#[test]
+fn join_set_returns_results_in_completion_order() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let mut set = goro::JoinSet::new();
+            // Spawned out of order; 60 ms apart, far more than timer slack.
+            for ms in [180u64, 0, 120, 60] {
+                set.spawn(move || {
+                    sleep_ms(ms);
+                    ms
+                });
+            }
+            let mut order = Vec::new();
+            while let Some(r) = set.join_next() {
+                order.push(r.unwrap());
+            }
+            assert_eq!(order, [0, 60, 120, 180]);
+            assert!(set.join_next().is_none());
+        });
+    });
+}
+
+#[test]
+fn join_set_len_is_empty_ids_and_panics() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let mut set = goro::JoinSet::new();
+            assert!(set.is_empty());
+            assert_eq!(set.len(), 0);
+            assert!(set.join_next().is_none());
+            assert!(set.try_join_next().is_none());
+            let mut ids = Vec::new();
+            for i in 0..50u32 {
+                ids.push(set.spawn(move || {
+                    if i == 7 {
+                        panic!("set member 7");
+                    }
+                    assert!(goro::current_id().is_some());
+                    i
+                }));
+            }
+            let named = set
+                .spawn_with(goro::Builder::new().name("member"), || {
+                    assert_eq!(goro::current_name().as_deref(), Some("member"));
+                    1000
+                })
+                .unwrap();
+            ids.push(named);
+            assert_eq!(set.len(), 51);
+            let mut seen = Vec::new();
+            let mut panics = 0;
+            while let Some((id, r)) = set.join_next_with_id() {
+                assert!(ids.contains(&id));
+                seen.push(id);
+                match r {
+                    Ok(_) => {}
+                    Err(p) => {
+                        assert_eq!(goro::panic_message(&*p), "set member 7");
+                        panics += 1;
+                    }
+                }
+                assert_eq!(set.len(), 51 - seen.len());
+            }
+            assert_eq!(panics, 1);
+            seen.sort_unstable();
+            ids.sort_unstable();
+            assert_eq!(seen, ids);
+            assert!(set.is_empty());
+        });
+    });
+}
+
+/// A result whose drop is counted.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Spawns `n` coroutines into `set` that wait for `go` to close, count themselves in
+/// `ran`, and return a `Counted` on `dropped`.
+fn spawn_waiting(
+    set: &mut goro::JoinSet<Counted>,
+    n: usize,
+    go: &goro::chan::Receiver<()>,
+    ran: &Arc<AtomicUsize>,
+    dropped: &Arc<AtomicUsize>,
+) {
+    for _ in 0..n {
+        let (go, ran, dropped) = (go.clone(), ran.clone(), dropped.clone());
+        set.spawn(move || {
+            let _ = go.recv(); // closed: Err
+            ran.fetch_add(1, Ordering::SeqCst);
+            Counted(dropped)
+        });
+    }
+}
+
+/// Polls `cond` every millisecond, for at most 10 s.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let start = Instant::now();
+    for _ in 0..10_000 {
+        if cond() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("{what}: not within 10 s");
+}
+
+#[test]
+fn join_set_detach_all_and_drop_let_coroutines_run_on() {
+    with_timeout(T, || {
+        on_thread_and_coroutine(|| {
+            let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+            let (tx, rx) = channel::<()>(0);
+            let mut set = goro::JoinSet::new();
+            spawn_waiting(&mut set, 10, &rx, &ran, &dropped);
+            set.detach_all();
+            assert!(set.is_empty());
+            assert!(set.join_next().is_none());
+            // The set is usable again.
+            set.spawn(|| Counted(Arc::new(AtomicUsize::new(0))));
+            assert!(set.join_next().unwrap().is_ok());
+
+            spawn_waiting(&mut set, 10, &rx, &ran, &dropped);
+            drop(set);
+            assert_eq!(ran.load(Ordering::SeqCst), 0);
+            tx.close();
+            eventually("detached coroutines finish", || {
+                ran.load(Ordering::SeqCst) == 20 && dropped.load(Ordering::SeqCst) == 20
+            });
+        });
+    });
+}
+
+#[test]
+fn join_set_drops_finished_results_on_detach() {
+    with_timeout(T, || {
+        let (ran, dropped) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let (tx, rx) = channel::<()>(0);
+        tx.close();
+        let mut set = goro::JoinSet::new();
+        spawn_waiting(&mut set, 5, &rx, &ran, &dropped);
+        eventually("all finished", || ran.load(Ordering::SeqCst) == 5);
+        // Finished, queued, not taken: dropped by the drop of the set.
+        drop(set);
+        assert_eq!(dropped.load(Ordering::SeqCst), 5);
     });
 }
 
@@ -472,12 +615,18 @@ fn coroutine_local_destructors_run_at_exit_before_join_returns() {
                 "coroutine {i}: dropped after join"
             );
         }
-        // The same with is_finished.
+        // The same with is_finished and a JoinSet.
         let flag = Arc::new(AtomicBool::new(false));
         let f = flag.clone();
         let h = goro::go!(move || TRACKED.with(|t| t.borrow_mut().dropped = Some(f)));
         eventually("finished", || h.is_finished());
         assert!(flag.load(Ordering::SeqCst), "dropped after is_finished");
+        let mut set = goro::JoinSet::new();
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        set.spawn(move || TRACKED.with(|t| t.borrow_mut().dropped = Some(f)));
+        set.join_next().unwrap().unwrap();
+        assert!(flag.load(Ordering::SeqCst), "dropped after join_next");
     });
 }
 

@@ -18,8 +18,8 @@
 //!   module doc is the design comment: glossary, protocols.
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
 //!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `scope` ([`scope`],
-//!   [`Scope`], [`ScopedJoinHandle`]), `local` ([`LocalKey`], [`coroutine_local!`]),
-//!   [`time`].
+//!   [`Scope`], [`ScopedJoinHandle`]), `join_set` ([`JoinSet`]), `local` ([`LocalKey`],
+//!   [`coroutine_local!`]), [`time`].
 //! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
 //!   libc hooks of the `hooks` feature).
 
@@ -33,6 +33,7 @@ mod epoll;
 pub mod fs;
 #[cfg(all(feature = "hooks", not(loom)))]
 mod hooks;
+mod join_set;
 mod local;
 mod local_table;
 mod lockrank;
@@ -52,6 +53,7 @@ mod timers;
 mod wait;
 
 pub use config::DEFAULT_STACK_SIZE;
+pub use join_set::JoinSet;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use scope::{scope, Scope, ScopedJoinHandle};

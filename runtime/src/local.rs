@@ -80,7 +80,8 @@ macro_rules! coroutine_local {
 ///   unwound (the values it captured are already dropped), on the coroutine itself
 ///   (its stack, whichever thread it is on by then), all of its values last-made
 ///   first, and before the coroutine counts as finished: before `join` returns, before
-///   `is_finished` is true, before a `scope` returns. A destructor may use goro (park, lock, send); one that panics
+///   `is_finished` is true, before `JoinSet::join_next` hands out its result, before a
+///   `scope` returns. A destructor may use goro (park, lock, send); one that panics
 ///   makes the coroutine's result that panic, if the function itself returned. A
 ///   destructor may use another key (a key not used before is made, and dropped in
 ///   turn), but not one whose value was already dropped: that `with` panics. A coroutine

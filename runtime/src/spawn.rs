@@ -2,18 +2,18 @@
 //!
 //! # How a coroutine ends
 //!
-//! Every coroutine spawned here (also in a [`scope`](crate::scope)) runs [`run`], then
-//! hands its result on:
+//! Every coroutine spawned here (also by a [`JoinSet`](crate::JoinSet) or a
+//! [`scope`](crate::scope)) runs [`run`], then hands its result on:
 //!
 //! 1. its function runs under `catch_unwind`; the values it captured are dropped when
 //!    it returns or unwinds;
 //! 2. its coroutine-local values are dropped (`local.rs`), on the coroutine, last made
 //!    first;
-//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake), or
-//!    a scoped handle's packet and then the scope's count.
+//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake), a
+//!    `JoinSet`'s queue, or a scoped handle's packet and then the scope's count.
 //!
-//! So whatever reports a coroutine finished (`join`, `is_finished`, the end of a scope)
-//! reports it after 1 and 2.
+//! So whatever reports a coroutine finished (`join`, `is_finished`, `join_next`, the
+//! end of a scope) reports it after 1 and 2.
 //!
 //! # The join handshake
 //!
