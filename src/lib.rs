@@ -11,6 +11,43 @@
 //!
 //! This crate is the facade: the [`go!`] macro and re-exports. The runtime lives in
 //! `goro-runtime`; see `docs/` for the guide, the architecture and the caveats.
+//!
+//! Spawning, shaped like `std::thread`: [`go!`] / [`spawn`] / [`Builder`] and
+//! [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
+//! borrow from the caller, [`JoinSet`] to join in completion order,
+//! [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
+//! between threads, [`current_id`] and [`current_name`].
+//!
+//! ```
+//! use std::cell::Cell;
+//! use std::time::Duration;
+//!
+//! goro::coroutine_local! { static HITS: Cell<u32> = Cell::new(0); }
+//!
+//! let mut words = vec![String::from("a"), String::from("b")];
+//! goro::scope(|s| {
+//!     for w in words.iter_mut() {
+//!         s.spawn(move || {
+//!             HITS.with(|h| h.set(h.get() + 1)); // this coroutine's own
+//!             w.push('!');
+//!         });
+//!     }
+//! });
+//! assert_eq!(words, ["a!", "b!"]);
+//!
+//! let mut set = goro::JoinSet::new();
+//! set.spawn(|| { goro::time::sleep(Duration::from_millis(20)); "slow" });
+//! set.spawn(|| "fast");
+//! assert_eq!(set.join_next().unwrap().unwrap(), "fast");
+//!
+//! let h = goro::Builder::new().name("late").spawn(|| {
+//!     goro::time::sleep(Duration::from_millis(20));
+//!     goro::current_name()
+//! }).unwrap();
+//! let h = h.join_timeout(Duration::ZERO).unwrap_err(); // not finished: handle back
+//! assert_eq!(h.name(), Some("late"));
+//! assert_eq!(h.join().unwrap().as_deref(), Some("late"));
+//! ```
 
 mod macros;
 
@@ -25,10 +62,14 @@ pub struct ReadmeDoctests;
 pub struct GuideDoctests;
 
 pub use goro_runtime::{
-    blocking, current_id, maxprocs, num_goroutines, panic_message, preempt_point, set_maxprocs,
-    spawn, yield_now, Builder, JoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
-    MIN_STACK_SIZE,
+    blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
+    scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, JoinSet, LocalKey, Scope,
+    ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
+
+/// Declares coroutine-local statics (`thread_local!` for coroutines): see
+/// [`LocalKey`].
+pub use goro_runtime::coroutine_local;
 
 /// Parking and unparking coroutines and threads: the primitive every blocking
 /// operation in goro is built on.

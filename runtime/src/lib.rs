@@ -10,13 +10,16 @@
 //! `tests/layers.rs` checks it; docs/architecture.md has the whole map):
 //! - layer 0: `wait` (the park/ready handshake word, wait reasons), `lockrank` (the
 //!   lock order), `loom`, `config` (the `GORO_*` variables), `epoll`, `stack`, `sys`
-//!   (system calls that never reach a hook), `arc_slot` (the hooks' lock-free slot).
+//!   (system calls that never reach a hook), `arc_slot` (the hooks' lock-free slot),
+//!   `local_table` (one coroutine's coroutine-local values).
 //! - layer 1: `timers` (per-P timer heaps and the firing rule), `netpoll` (the poller,
 //!   which returns what it readied).
 //! - layer 2: `sched` (private): G, M, P, run queues, the scheduler loop, sysmon. Its
 //!   module doc is the design comment: glossary, protocols.
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
-//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), [`time`].
+//!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `scope` ([`scope`],
+//!   [`Scope`], [`ScopedJoinHandle`]), `join_set` ([`JoinSet`]), `local` ([`LocalKey`],
+//!   [`coroutine_local!`]), [`time`].
 //! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
 //!   libc hooks of the `hooks` feature).
 
@@ -30,6 +33,9 @@ mod epoll;
 pub mod fs;
 #[cfg(all(feature = "hooks", not(loom)))]
 mod hooks;
+mod join_set;
+mod local;
+mod local_table;
 mod lockrank;
 mod loom;
 mod membarrier;
@@ -37,6 +43,7 @@ pub mod net;
 mod netpoll;
 pub mod park;
 mod sched;
+mod scope;
 mod spawn;
 mod stack;
 pub mod sync_support;
@@ -46,7 +53,10 @@ mod timers;
 mod wait;
 
 pub use config::DEFAULT_STACK_SIZE;
-pub use sched::{current_id, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
+pub use join_set::JoinSet;
+pub use local::LocalKey;
+pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
+pub use scope::{scope, Scope, ScopedJoinHandle};
 pub use spawn::{panic_message, spawn, Builder, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 

@@ -21,6 +21,8 @@
 //! | `AllGs` | `sched/allgs.rs` a registry shard (a spin lock) | nothing |
 //! | `POwner` | `sched/p.rs` `P::owner` (who holds the P, for sysmon) | nothing |
 //! | `AllMs` | `sched/mod.rs` `Runtime::allm` (the live Ms, for the dump) | nothing |
+//! | `Scope` | `scope.rs` `ScopeData::state` (a scope's count and waiter) | nothing |
+//! | `JoinSet` | `join_set.rs` `SetShared::state` (a set's completion queue) | nothing |
 //!
 //! Not ranked, on purpose: `time.rs` `Serial::f`, held while a user's `after_func`
 //! runs (user code can take any lock and switch threads under it; only its turn's
@@ -51,9 +53,11 @@ pub(crate) enum Rank {
     AllGs,
     POwner,
     AllMs,
+    Scope,
+    JoinSet,
 }
 
-/// The most ranked locks one thread holds at once (the order has twelve ranks).
+/// The most ranked locks one thread holds at once (the order has fourteen ranks).
 #[cfg(debug_assertions)]
 const MAX_HELD: usize = 16;
 

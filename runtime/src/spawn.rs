@@ -1,15 +1,42 @@
 //! Spawning coroutines: [`Builder`], [`spawn`], [`JoinHandle`].
 //!
+//! # How a coroutine ends
+//!
+//! Every coroutine spawned here (also by a [`JoinSet`](crate::JoinSet) or a
+//! [`scope`](crate::scope)) runs [`run`], then hands its result on:
+//!
+//! 1. its function runs under `catch_unwind`; the values it captured are dropped when
+//!    it returns or unwinds;
+//! 2. its coroutine-local values are dropped (`local.rs`), on the coroutine, last made
+//!    first;
+//! 3. its result goes to its owner: a [`JoinHandle`]'s packet (the join handshake), a
+//!    `JoinSet`'s queue, or a scoped handle's packet and then the scope's count.
+//!
+//! So whatever reports a coroutine finished (`join`, `is_finished`, `join_next`, the
+//! end of a scope) reports it after 1 and 2.
+//!
 //! # The join handshake
 //!
 //! A [`JoinHandle`] and its coroutine share a packet: the result slot, the joiner's
-//! unparker, and a [`JoinState`] word, `RUNNING -> WAITING -> DONE` or
-//! `RUNNING -> DONE`. The coroutine writes its result, then swaps in `DONE`; if it
-//! found `WAITING`, a joiner is parked and it unparks it. The joiner writes its
-//! unparker, then CASes `RUNNING -> WAITING` and parks; if the CAS finds `DONE`, the
-//! result is already there. Each side writes its half before its atomic step and reads
-//! the other's only after seeing it, so neither the result nor the wake-up is lost.
-//! `tests/loom_join.rs` checks the state machine.
+//! unparker, and a [`JoinState`] word:
+//!
+//! ```text
+//! RUNNING --begin_wait--> WAITING --finish--> DONE
+//! RUNNING --finish--> DONE
+//!                         WAITING --withdraw_wait--> RUNNING   (a timed wait gave up)
+//! ```
+//!
+//! The coroutine writes its result, then swaps in `DONE`; if it found `WAITING`, a
+//! joiner is parked and it unparks it. The joiner writes its unparker, then CASes
+//! `RUNNING -> WAITING` and parks; if the CAS finds `DONE`, the result is already there.
+//! Each side writes its half before its atomic step and reads the other's only after
+//! seeing it, so neither the result nor the wake-up is lost. A timed wait
+//! ([`JoinHandle::join_timeout`]) whose deadline comes first CASes `WAITING -> RUNNING`:
+//! if that wins, the coroutine has not seen the wait and never will (it reads the
+//! unparker only after its swap found `WAITING`), so the joiner owns the unparker slot
+//! again and a later wait starts over; if it loses, the state is `DONE` and the result
+//! is there (the coroutine's unpark of the wait the deadline already ended is a no-op).
+//! `tests/loom_join.rs` checks the state machine, withdrawals included.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -17,6 +44,7 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::loom::{AtomicU8, Ordering};
 use crate::park::{self, Unparker, WaitReason};
@@ -28,9 +56,15 @@ const WAITING: u8 = 1;
 const DONE: u8 = 2;
 
 /// The join handshake word (see the module doc). Written by the coroutine (`finish`)
-/// and by the joiner (`begin_wait`); read by the joiner (`is_done`).
+/// and by the joiner (`begin_wait`, `withdraw_wait`); read by the joiner (`is_done`).
 pub struct JoinState {
     state: AtomicU8,
+}
+
+impl Default for JoinState {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl JoinState {
@@ -43,6 +77,7 @@ impl JoinState {
 
     /// Coroutine side, after writing the result: returns true if a joiner is parked
     /// and must be unparked (its unparker is then readable).
+    #[must_use]
     pub fn finish(&self) -> bool {
         // AcqRel: Release publishes the result to the joiner; Acquire makes the
         // joiner's unparker, written before its CAS, visible to us.
@@ -51,11 +86,28 @@ impl JoinState {
 
     /// Joiner side, after writing its unparker: returns true if it must park (the
     /// coroutine will unpark it), false if the result is already there.
+    #[must_use]
     pub fn begin_wait(&self) -> bool {
         // Release on success publishes the unparker; Acquire on failure pairs with
         // `finish` so the result is visible.
         self.state
             .compare_exchange(RUNNING, WAITING, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Joiner side, after `begin_wait` returned true and its wait ended without the
+    /// coroutine's wake-up (a deadline): takes the wait back. True if it was withdrawn
+    /// (the coroutine is still running, has not read the unparker and never will, so
+    /// the joiner owns it again); false if the coroutine finished first (the result is
+    /// then visible).
+    #[must_use]
+    pub fn withdraw_wait(&self) -> bool {
+        // Success is Relaxed: nothing is published (the joiner takes back a slot the
+        // coroutine never read; a later `begin_wait` publishes a new one with its own
+        // Release). Failure is Acquire: it read `finish`'s DONE, whose Release
+        // published the result.
+        self.state
+            .compare_exchange(WAITING, RUNNING, Ordering::Relaxed, Ordering::Acquire)
             .is_ok()
     }
 
@@ -65,31 +117,140 @@ impl JoinState {
     }
 }
 
-struct Packet<T> {
+/// What a coroutine and its join handle share (see "the join handshake").
+pub(crate) struct Packet<T> {
     state: JoinState,
     result: UnsafeCell<Option<thread::Result<T>>>,
     joiner: UnsafeCell<Option<Unparker>>,
 }
 
 // SAFETY: `result` is written by the coroutine before `finish` and read by the joiner
-// only after it saw DONE; `joiner` is written by the joiner before `begin_wait` and read
-// by the coroutine only after `finish` saw WAITING (the join handshake). T must be Send
-// to cross from the coroutine to the joiner.
+// only after it saw DONE; `joiner` is written by the joiner while the state is RUNNING
+// (before `begin_wait`, or after a successful `withdraw_wait`) and read by the
+// coroutine only after `finish` saw WAITING (the join handshake). T must be Send to
+// cross from the coroutine to the joiner.
 unsafe impl<T: Send> Sync for Packet<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Send for Packet<T> {}
 
 impl<T> Packet<T> {
-    fn complete(&self, r: thread::Result<T>) {
+    pub(crate) fn new() -> Packet<T> {
+        Packet {
+            state: JoinState::new(),
+            result: UnsafeCell::new(None),
+            joiner: UnsafeCell::new(None),
+        }
+    }
+
+    /// Coroutine side: publishes the result and wakes a parked joiner.
+    pub(crate) fn complete(&self, r: thread::Result<T>) {
         // SAFETY: only the coroutine writes `result`, and only here, before `finish`.
         unsafe { *self.result.get() = Some(r) };
         if self.state.finish() {
             // SAFETY: `finish` saw WAITING, so the joiner wrote its unparker before its
-            // CAS and will not touch it again until it is woken.
+            // CAS and will not touch it again until it is woken (or its withdrawal
+            // fails, which leaves the slot alone).
             if let Some(u) = unsafe { (*self.joiner.get()).take() } {
                 u.unpark();
             }
         }
+    }
+}
+
+/// The joiner's side of a packet, shared by [`JoinHandle`] and
+/// [`ScopedJoinHandle`](crate::ScopedJoinHandle). Its owner is the only joiner: the
+/// methods that wait take `&self` but are called only from methods that consume or
+/// exclusively own the handle.
+pub(crate) struct JoinInner<T> {
+    id: u64,
+    name: Option<Arc<str>>,
+    packet: Arc<Packet<T>>,
+}
+
+impl<T> JoinInner<T> {
+    pub(crate) fn new(id: u64, name: Option<Arc<str>>, packet: Arc<Packet<T>>) -> Self {
+        JoinInner { id, name, packet }
+    }
+
+    /// Waits for the coroutine to finish, until `deadline` if there is one: parks the
+    /// calling coroutine, or blocks the calling thread. True once it has finished;
+    /// false if the deadline came first (the wait is withdrawn: see the module doc).
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> bool {
+        let packet = &*self.packet;
+        if packet.state.is_done() {
+            return true;
+        }
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return false;
+        }
+        let u = park::prepare();
+        // SAFETY: the state is RUNNING (not DONE, and WAITING only between our own
+        // begin_wait and its end), so the joiner (us) owns `joiner`.
+        unsafe { *packet.joiner.get() = Some(u) };
+        if !packet.state.begin_wait() {
+            return true;
+        }
+        let by_deadline = match deadline {
+            None => {
+                park::park(WaitReason::Join);
+                false
+            }
+            Some(d) => park::park_timeout(WaitReason::Join, d),
+        };
+        if !by_deadline {
+            if !packet.state.is_done() {
+                // Only this wait's unparker can wake it, and the coroutine uses it
+                // only after setting DONE: the join handshake is broken.
+                sched::fatal!("JoinHandle: woken before coroutine {} finished", self.id);
+            }
+            return true;
+        }
+        if packet.state.withdraw_wait() {
+            // SAFETY: withdrawn: the coroutine never saw this wait, so the slot is
+            // ours again; drop the stale unparker now rather than with the packet.
+            unsafe { *packet.joiner.get() = None };
+            return false;
+        }
+        // The coroutine finished as the deadline fired.
+        true
+    }
+
+    /// Takes the result, once `wait` returned true.
+    pub(crate) fn take(self) -> thread::Result<T> {
+        // SAFETY: the state is DONE (our caller waited for it), so the coroutine wrote
+        // the result and will not touch it again; we are the only joiner and this
+        // consumes us.
+        match unsafe { (*self.packet.result.get()).take() } {
+            Some(r) => r,
+            None => sched::fatal!("JoinHandle: coroutine {} left no result", self.id),
+        }
+    }
+
+    pub(crate) fn is_finished(&self) -> bool {
+        self.packet.state.is_done()
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+}
+
+/// Runs a coroutine's function, then drops its coroutine-local values (steps 1 and 2
+/// of "how a coroutine ends"). A panic in a value's destructor becomes the coroutine's
+/// result if the function itself returned (the value it returned is dropped). Must run
+/// on the coroutine, as the body of its spawn.
+pub(crate) fn run<F, T>(f: F) -> thread::Result<T>
+where
+    F: FnOnce() -> T,
+{
+    let r = catch_unwind(AssertUnwindSafe(f));
+    match crate::local::drop_coroutine_locals() {
+        Some(payload) if r.is_ok() => Err(payload),
+        _ => r,
     }
 }
 
@@ -109,7 +270,8 @@ impl Builder {
     }
 
     /// Names the coroutine; the name appears in the stack overflow message and the
-    /// coroutine dump.
+    /// coroutine dump, and [`JoinHandle::name`] and [`current_name`](crate::current_name)
+    /// return it.
     pub fn name(mut self, name: impl Into<String>) -> Builder {
         self.name = Some(name.into());
         self
@@ -141,21 +303,27 @@ impl Builder {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        let packet = Arc::new(Packet::new());
+        let theirs = packet.clone();
+        let (id, name) = self.spawn_main(move || theirs.complete(run(f)))?;
+        Ok(JoinHandle {
+            inner: JoinInner::new(id, name, packet),
+        })
+    }
+
+    /// Spawns a coroutine whose whole body is `main` (which calls [`run`] and hands
+    /// the result on). Returns its id and name.
+    pub(crate) fn spawn_main(
+        self,
+        main: impl FnOnce() + Send + 'static,
+    ) -> io::Result<(u64, Option<Arc<str>>)> {
         // A loop that spawns is a loop of goro calls: it yields when sysmon asks (as
         // Go's newproc, a function call, checks for preemption), rather than lose its
         // P to a retake and spawn without one.
         crate::preempt_point();
-        let packet = Arc::new(Packet {
-            state: JoinState::new(),
-            result: UnsafeCell::new(None),
-            joiner: UnsafeCell::new(None),
-        });
-        let theirs = packet.clone();
-        let id = sched::spawn_g(self.name, self.stack_size, self.pinned, move || {
-            let r = catch_unwind(AssertUnwindSafe(f));
-            theirs.complete(r);
-        })?;
-        Ok(JoinHandle { id, packet })
+        let name: Option<Arc<str>> = self.name.map(Arc::from);
+        let id = sched::spawn_g(name.clone(), self.stack_size, self.pinned, main)?;
+        Ok((id, name))
     }
 }
 
@@ -180,8 +348,7 @@ where
 /// detached coroutine is reported by the panic hook, like a thread's, and does not
 /// affect the runtime.
 pub struct JoinHandle<T> {
-    id: u64,
-    packet: Arc<Packet<T>>,
+    inner: JoinInner<T>,
 }
 
 impl<T> JoinHandle<T> {
@@ -189,46 +356,63 @@ impl<T> JoinHandle<T> {
     /// calling thread. Returns its result, or `Err` with the panic payload if it
     /// panicked.
     pub fn join(self) -> thread::Result<T> {
-        let packet = &self.packet;
-        if !packet.state.is_done() {
-            let u = park::prepare();
-            // SAFETY: only the joiner writes `joiner`, and only before begin_wait.
-            unsafe { *packet.joiner.get() = Some(u) };
-            if packet.state.begin_wait() {
-                park::park(WaitReason::Join);
-                if !packet.state.is_done() {
-                    // Only this wait's unparker can wake it, and the coroutine uses it
-                    // only after setting DONE: the join handshake is broken.
-                    sched::fatal!(
-                        "JoinHandle::join: woken before coroutine {} finished",
-                        self.id
-                    );
-                }
-            }
-        }
-        // SAFETY: the state is DONE, so the coroutine wrote the result and will not
-        // touch it again; we are the only joiner (join takes self).
-        match unsafe { (*packet.result.get()).take() } {
-            Some(r) => r,
-            None => sched::fatal!("JoinHandle::join: coroutine {} left no result", self.id),
+        self.inner.wait(None);
+        self.inner.take()
+    }
+
+    /// Waits like [`join`](JoinHandle::join), but for at most `timeout`. Returns
+    /// `Ok(result)` if the coroutine ended in time, and `Err(self)`, the handle back,
+    /// if it had not: the coroutine keeps running, and the handle can be joined (or
+    /// waited on again) later. A timeout too long to represent as an `Instant` waits
+    /// for ever.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let h = goro_runtime::spawn(|| {
+    ///     goro_runtime::time::sleep(Duration::from_millis(50));
+    ///     7
+    /// });
+    /// let h = h.join_timeout(Duration::from_millis(1)).unwrap_err(); // not yet
+    /// let r = h.join_timeout(Duration::from_secs(60)).unwrap();
+    /// assert_eq!(r.unwrap(), 7);
+    /// ```
+    pub fn join_timeout(self, timeout: Duration) -> Result<thread::Result<T>, JoinHandle<T>> {
+        let deadline = Instant::now().checked_add(timeout);
+        if self.inner.wait(deadline) {
+            Ok(self.inner.take())
+        } else {
+            Err(self)
         }
     }
 
     /// Whether the coroutine has ended (its result can be taken without waiting).
     pub fn is_finished(&self) -> bool {
-        self.packet.state.is_done()
+        self.inner.is_finished()
     }
 
     /// The coroutine's id (what `current_id` returns inside it).
     pub fn id(&self) -> u64 {
-        self.id
+        self.inner.id()
+    }
+
+    /// The coroutine's name, as given to [`Builder::name`] (None if it has none).
+    ///
+    /// ```
+    /// let h = goro_runtime::Builder::new().name("parser").spawn(|| ()).unwrap();
+    /// assert_eq!(h.name(), Some("parser"));
+    /// assert_eq!(goro_runtime::spawn(|| ()).name(), None);
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.inner.name()
     }
 }
 
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
-            .field("id", &self.id)
+            .field("id", &self.id())
+            .field("name", &self.name())
             .field("finished", &self.is_finished())
             .finish()
     }

@@ -12,7 +12,7 @@ use crate::wait::WaitReason;
 #[derive(Clone, Debug)]
 struct Entry {
     id: u64,
-    name: Option<String>,
+    name: Option<std::sync::Arc<str>>,
     state: String,
     waited_ns: Option<i64>,
 }

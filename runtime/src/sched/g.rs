@@ -1,11 +1,12 @@
 //! G: a coroutine, its status and its wait reason.
 
-use std::cell::UnsafeCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use crate::local_table::LocalTable;
 use crate::stack::overflow::GuardInfo;
 use crate::stack::Stack;
 use crate::wait::{WaitCell, WaitReason};
@@ -130,12 +131,17 @@ pub(crate) struct G {
     /// The M a pinned G is bound to, once it has run (owner-only). That M does not
     /// leave the pool (and free itself) while the G lives, so the pointer stays valid.
     locked_m: UnsafeCell<*const super::m::M>,
+    /// The coroutine's `coroutine_local!` values (`local.rs`). Touched only by the G
+    /// itself, on its own stack (also inside a `blocking` call), never across a switch;
+    /// its values migrate with the G like the values on its stack.
+    pub(crate) locals: RefCell<LocalTable>,
 }
 
 // SAFETY: the coroutine inside a G may be resumed on any M. That is the runtime's
 // migration contract (docs/decisions/0001-coroutines-migrate-between-threads.md): the
-// fields that are not thread-safe are accessed only by the G's single owner, as the
-// struct doc says, and ownership changes hands with Release/Acquire synchronisation.
+// fields that are not thread-safe (the coroutine, its yielder, `locals` and the `Rc`s
+// in it) are accessed only by the G's single owner, as the struct doc says, and
+// ownership changes hands with Release/Acquire synchronisation.
 unsafe impl Send for G {}
 // SAFETY: as above; the shared fields (`id`, `guard`, `wait`, `wait_reason`) are
 // immutable or atomic.
@@ -148,7 +154,7 @@ impl G {
     pub(crate) fn new(
         shell: Option<GRef>,
         id: u64,
-        name: Option<String>,
+        name: Option<Arc<str>>,
         pinned: bool,
         stack: Stack,
         main: impl FnOnce() + Send + 'static,
@@ -182,6 +188,7 @@ impl G {
             parked_self_ref: UnsafeCell::new(false),
             pinned,
             locked_m: UnsafeCell::new(std::ptr::null()),
+            locals: RefCell::new(LocalTable::new()),
         };
         match shell {
             Some(mut shell) => {
@@ -367,7 +374,14 @@ mod tests {
 
     fn dead_g(shell: Option<GRef>, id: u64) -> GRef {
         let stack = Stack::new(usable_size(64 * 1024).unwrap()).unwrap();
-        let g = G::new(shell, id, Some(format!("g{id}")), false, stack, || {});
+        let g = G::new(
+            shell,
+            id,
+            Some(format!("g{id}").into()),
+            false,
+            stack,
+            || {},
+        );
         // Nobody resumes it; drop its coroutine as `take_stack` does for a dead one.
         // SAFETY: we are the only owner; the coroutine never started.
         unsafe { (*g.co.get()).take() };

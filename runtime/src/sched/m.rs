@@ -29,6 +29,9 @@ pub(crate) struct M {
     oldp: Cell<Option<&'static P>>,
     /// The G this M is running (set around each resume), or null.
     curg: Cell<*const G>,
+    /// The G in a blocking call on this M (`curg` is null meanwhile: the G runs as a
+    /// plain thread), or null. Set and cleared by `blocking`, on the G's stack.
+    blocking_g: Cell<*const G>,
     /// Whether this M is counted in `nmspinning`.
     pub(crate) spin: SpinState,
     /// The vector this M's polls return their readied coroutines in, kept between
@@ -205,6 +208,17 @@ pub(crate) fn current_m() -> Option<&'static M> {
 pub(crate) fn current_g_ptr() -> *const G {
     match current_m() {
         Some(m) => m.curg.get(),
+        None => std::ptr::null(),
+    }
+}
+
+/// The G whose code runs on this thread, also inside a `blocking` call (where
+/// [`current_g_ptr`] is null), or null. `#[inline(never)]` as [`current_g_ptr`].
+#[inline(never)]
+pub(crate) fn running_g_ptr() -> *const G {
+    match current_m() {
+        Some(m) if !m.curg.get().is_null() => m.curg.get(),
+        Some(m) => m.blocking_g.get(),
         None => std::ptr::null(),
     }
 }
@@ -417,6 +431,11 @@ impl M {
         self.curg.set(g);
     }
 
+    /// Records the G entering (non-null) or leaving (null) a blocking call on this M.
+    pub(crate) fn set_blocking_g(&self, g: *const G) {
+        self.blocking_g.set(g);
+    }
+
     /// Parks this M until it is handed a P (Go: stopm). Must hold no P.
     ///
     /// An M that waits longer than the idle timeout while more Ms exist than the Ps
@@ -541,6 +560,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 p_borrows: Cell::new(0),
                 oldp: Cell::new(None),
                 curg: Cell::new(std::ptr::null()),
+                blocking_g: Cell::new(std::ptr::null()),
                 spin: SpinState::new(spinning),
                 locked_g: Cell::new(std::ptr::null()),
                 poll_batch: Cell::new(Vec::new()),

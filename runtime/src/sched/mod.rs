@@ -395,6 +395,43 @@ pub fn current_id() -> Option<u64> {
     }
 }
 
+/// The name of the running coroutine (its [`Builder::name`](crate::Builder::name); None
+/// if it has none), or on a plain thread the thread's name
+/// (`std::thread::current().name()`, `Some("main")` on the main thread). Inside a
+/// [`blocking`](crate::blocking) call it is still the coroutine's name. Allocates the
+/// copy it returns.
+///
+/// ```
+/// let h = goro_runtime::Builder::new()
+///     .name("worker")
+///     .spawn(goro_runtime::current_name)
+///     .unwrap();
+/// assert_eq!(h.join().unwrap().as_deref(), Some("worker"));
+/// assert_eq!(goro_runtime::spawn(goro_runtime::current_name).join().unwrap(), None);
+/// ```
+pub fn current_name() -> Option<String> {
+    let g = m::running_g_ptr();
+    if g.is_null() {
+        return std::thread::current().name().map(String::from);
+    }
+    // SAFETY: the G whose code runs on this thread is alive while it runs (its M holds
+    // it); its name never changes.
+    unsafe { (*g).guard.name.as_deref().map(String::from) }
+}
+
+/// The coroutine-local table (`local.rs`) of the coroutine whose code runs on this
+/// thread, also inside a `blocking` call; null on a plain thread (or on an M's
+/// scheduler stack). Valid, and this thread's, until the coroutine next switches.
+pub(crate) fn current_locals() -> *const std::cell::RefCell<crate::local_table::LocalTable> {
+    let g = m::running_g_ptr();
+    if g.is_null() {
+        return std::ptr::null();
+    }
+    // SAFETY: the G is alive while its code runs on this thread (its M holds it);
+    // taking a field's address reads nothing.
+    unsafe { std::ptr::addr_of!((*g).locals) }
+}
+
 /// Whether the calling thread is one of the runtime's Ms.
 pub(crate) fn on_m() -> bool {
     m::current_m().is_some()

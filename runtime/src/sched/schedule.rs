@@ -649,7 +649,7 @@ pub(crate) fn startm_with(p: &'static P, spinning: bool) {
 /// Creates a G running `main` and queues it: in the current P's `runnext` when called
 /// from an M with a P (Go: newproc), in the global queue otherwise. Returns its id.
 pub(crate) fn spawn_g(
-    name: Option<String>,
+    name: Option<Arc<str>>,
     stack_size: Option<usize>,
     pinned: bool,
     main: impl FnOnce() + Send + 'static,

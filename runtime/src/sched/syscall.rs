@@ -29,7 +29,8 @@ use crate::wait::WaitReason;
 ///
 /// Inside `f` the coroutine is treated as a plain thread: goro operations it makes
 /// there (a channel receive, a lock) block the thread rather than park the coroutine,
-/// and a nested `blocking` is a plain call.
+/// and a nested `blocking` is a plain call. It is still itself, though: its
+/// `coroutine_local!` values and `current_name` are the coroutine's, not the thread's.
 pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     let g = current_g_ptr();
     let Some(m) = current_m() else { return f() };
@@ -54,6 +55,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
     // No switch happens inside `f` (it runs as a plain thread: see above), so `m` and
     // `g` are still this thread's M and G when it returns.
     m.set_curg(std::ptr::null());
+    m.set_blocking_g(g);
     m.enter_syscall(p);
     super::sysmon::note_blocking();
 
@@ -76,6 +78,7 @@ pub fn blocking<R>(f: impl FnOnce() -> R) -> R {
 /// The way back (Go: exitsyscall). Also runs when `f` panics, so the coroutine always
 /// returns holding a P.
 fn exit_syscall(m: &'static M, g: &G) {
+    m.set_blocking_g(std::ptr::null());
     m.set_curg(g);
     g.transition(GStatus::Syscall, GStatus::Running);
     g.set_wait_reason(WaitReason::None);

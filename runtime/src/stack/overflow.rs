@@ -23,7 +23,7 @@ pub(crate) struct GuardInfo {
     pub(crate) guard_hi: usize,
     pub(crate) usable: usize,
     pub(crate) id: u64,
-    pub(crate) name: Option<String>,
+    pub(crate) name: Option<std::sync::Arc<str>>,
 }
 
 thread_local! {
