@@ -16,7 +16,8 @@
 //! [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
 //! borrow from the caller, [`JoinSet`] to join in completion order,
 //! [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
-//! between threads, [`current_id`] and [`current_name`].
+//! between threads, [`current_id`] and [`current_name`]. [`block_on`] runs a `Future`
+//! on the calling coroutine or thread.
 //!
 //! ```
 //! use std::cell::Cell;
@@ -62,9 +63,9 @@ pub struct ReadmeDoctests;
 pub struct GuideDoctests;
 
 pub use goro_runtime::{
-    blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
-    scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, JoinSet, LocalKey, Scope,
-    ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    block_on, blocking, current_id, current_name, maxprocs, num_goroutines, panic_message,
+    preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, JoinSet, LocalKey,
+    Scope, ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see
