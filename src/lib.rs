@@ -125,7 +125,11 @@ pub mod fs {
     pub use goro_runtime::fs::*;
 }
 
-/// Introspection: the coroutine dump, the stack guard in use.
+/// Introspection: the coroutine dump, [`stats`](debug::stats) (the scheduler's counts),
+/// [`coroutines`](debug::coroutines) (every live coroutine, its state and wait
+/// reason), the stack guard in use.
 pub mod debug {
-    pub use goro_runtime::debug::{dump, stack_guard_kind, GuardKind};
+    pub use goro_runtime::debug::{
+        coroutines, dump, stack_guard_kind, stats, CoroutineInfo, CoroutineState, GuardKind, Stats,
+    };
 }

@@ -96,6 +96,7 @@ pub(crate) mod p;
 pub(crate) mod park;
 pub(crate) mod runq;
 pub(crate) mod schedule;
+pub(crate) mod stats;
 pub(crate) mod syscall;
 pub(crate) mod sysmon;
 pub(crate) mod timers;
