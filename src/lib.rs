@@ -17,7 +17,8 @@
 //! borrow from the caller, [`JoinSet`] to join in completion order,
 //! [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
 //! between threads, [`current_id`] and [`current_name`]. [`block_on`] runs a `Future`
-//! on the calling coroutine or thread.
+//! on the calling coroutine or thread. [`Config`] sets the runtime up in code before
+//! it starts (otherwise the `GORO_*` environment variables do, at the first goro call).
 //!
 //! ```
 //! use std::cell::Cell;
@@ -64,8 +65,9 @@ pub struct GuideDoctests;
 
 pub use goro_runtime::{
     block_on, blocking, current_id, current_name, maxprocs, num_goroutines, panic_message,
-    preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, JoinSet, LocalKey,
-    Scope, ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, Config, ConfigError, JoinHandle,
+    JoinSet, LocalKey, Scope, ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
+    MIN_STACK_SIZE,
 };
 
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see

@@ -55,7 +55,7 @@ mod timers;
 mod wait;
 
 pub use block_on::block_on;
-pub use config::DEFAULT_STACK_SIZE;
+pub use config::{Config, ConfigError, DEFAULT_STACK_SIZE};
 pub use join_set::JoinSet;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
