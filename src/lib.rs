@@ -16,7 +16,9 @@
 //! [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
 //! borrow from the caller, [`JoinSet`] to join in completion order,
 //! [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
-//! between threads, [`current_id`] and [`current_name`].
+//! between threads, [`current_id`] and [`current_name`]. [`block_on`] runs a `Future`
+//! on the calling coroutine or thread. [`Config`] sets the runtime up in code before
+//! it starts (otherwise the `GORO_*` environment variables do, at the first goro call).
 //!
 //! ```
 //! use std::cell::Cell;
@@ -62,9 +64,10 @@ pub struct ReadmeDoctests;
 pub struct GuideDoctests;
 
 pub use goro_runtime::{
-    blocking, current_id, current_name, maxprocs, num_goroutines, panic_message, preempt_point,
-    scope, set_maxprocs, spawn, yield_now, Builder, JoinHandle, JoinSet, LocalKey, Scope,
-    ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    block_on, blocking, current_id, current_name, maxprocs, num_goroutines, panic_message,
+    preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, Config, ConfigError, JoinHandle,
+    JoinSet, LocalKey, Scope, ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
+    MIN_STACK_SIZE,
 };
 
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see
@@ -124,7 +127,11 @@ pub mod fs {
     pub use goro_runtime::fs::*;
 }
 
-/// Introspection: the coroutine dump, the stack guard in use.
+/// Introspection: the coroutine dump, [`stats`](debug::stats) (the scheduler's counts),
+/// [`coroutines`](debug::coroutines) (every live coroutine, its state and wait
+/// reason), the stack guard in use.
 pub mod debug {
-    pub use goro_runtime::debug::{dump, stack_guard_kind, GuardKind};
+    pub use goro_runtime::debug::{
+        coroutines, dump, stack_guard_kind, stats, CoroutineInfo, CoroutineState, GuardKind, Stats,
+    };
 }

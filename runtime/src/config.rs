@@ -1,4 +1,10 @@
-//! Configuration read from the environment when the runtime starts.
+//! The runtime's configuration: [`Config`], read from the environment when the
+//! runtime starts by itself, or built in code and applied by `Config::init`.
+//!
+//! When both set something, the code wins: `Config::from_env()` reads the variables
+//! below as the starting point, and the builder methods called on it replace those
+//! values. The implicit start (the first goro call without an `init`) uses
+//! `from_env()` as it is.
 //!
 //! - `GORO_MAXPROCS`: the number of Ps (default: `std::thread::available_parallelism`),
 //!   at most [`MAX_PROCS`](crate::MAX_PROCS).
@@ -23,8 +29,9 @@
 //! - `GORO_HOOKS=off`: with the `hooks` feature, leave std's blocking calls alone (they
 //!   block the thread, as without the feature); `on`, the default, parks coroutines.
 //!
-//! A value that does not parse stops the program with a message naming the variable:
-//! a typo in a tuning knob should not silently fall back to a default.
+//! A value that does not parse stops the program at the implicit start with a message
+//! naming the variable (a typo in a tuning knob should not silently fall back to a
+//! default); `Config::from_env` returns it as a `ConfigError::Invalid` instead.
 
 use crate::stack;
 
@@ -38,10 +45,36 @@ pub const DEFAULT_MAX_THREADS: usize = 10_000;
 /// The default coroutine stack size (virtual; only touched pages cost memory).
 pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
 
-pub(crate) struct Config {
+/// The runtime's configuration: start from [`Config::from_env`] (the `GORO_*`
+/// variables, as the implicit start reads them) or [`Config::new`] (the built-in
+/// defaults), change what the code wants with the builder methods, then
+/// [`init`](Config::init) starts the runtime with it.
+///
+/// **Which wins**: what the builder sets. `from_env` is only the starting point, so
+/// `Config::from_env()?.maxprocs(1).init()` runs one P whatever `GORO_MAXPROCS` says,
+/// and a setting the code does not touch keeps its environment value. Out-of-range
+/// builder values are reported by `init` as [`ConfigError::Invalid`], with the same
+/// ranges the environment's parsers enforce.
+///
+/// The runtime starts once per process: on the first goro call (a spawn, a channel
+/// operation, `maxprocs`, ...), from the environment, or at `init`. `init` after that
+/// is [`ConfigError::AlreadyStarted`], so call it first thing in `main`.
+///
+/// ```
+/// goro::Config::from_env()
+///     .expect("GORO_* variables")
+///     .maxprocs(2)
+///     .init()
+///     .expect("the runtime had not started");
+/// assert_eq!(goro::maxprocs(), 2);
+/// assert_eq!(goro::Config::new().init(), Err(goro::ConfigError::AlreadyStarted));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
     pub(crate) maxprocs: usize,
-    pub(crate) stack_usable: usize,
-    pub(crate) schedtrace_ms: Option<u64>,
+    /// The requested size; checked (and rounded to pages) by [`Config::stack_usable`].
+    pub(crate) stack_size: usize,
+    pub(crate) schedtrace: Option<std::time::Duration>,
     pub(crate) deadlock_check: bool,
     pub(crate) idle_m_exit_ms: u64,
     pub(crate) max_threads: usize,
@@ -51,54 +84,186 @@ pub(crate) struct Config {
     pub(crate) hooks: bool,
 }
 
+/// Why a [`Config`] was refused.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The runtime had already started (a goro call, or an earlier `init`, started it):
+    /// its configuration can no longer change.
+    AlreadyStarted,
+    /// A setting is out of range or does not parse.
+    Invalid {
+        /// The builder method (`"maxprocs"`) or environment variable
+        /// (`"GORO_MAXPROCS"`) that holds the bad value.
+        setting: &'static str,
+        /// What is wrong with it, and the allowed range.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::AlreadyStarted => f.write_str(
+                "the goro runtime has already started (Config::init must come before any \
+                 other goro call)",
+            ),
+            ConfigError::Invalid { setting, reason } => write!(f, "{setting}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn invalid(setting: &'static str, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        setting,
+        reason: reason.into(),
+    }
+}
+
+/// Reads variable `name` with `parse`; `None` if it is unset.
+fn env_var<T>(
+    name: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, ConfigError> {
+    match std::env::var(name) {
+        Ok(v) => parse(&v).map(Some).map_err(|e| invalid(name, e)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => {
+            Err(invalid(name, format!("not valid UTF-8: {v:?}")))
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Config {
-    pub(crate) fn from_env() -> Config {
-        let maxprocs = match std::env::var("GORO_MAXPROCS") {
-            Ok(v) => parse_maxprocs(&v).unwrap_or_else(|e| panic!("GORO_MAXPROCS: {e}")),
-            Err(_) => std::thread::available_parallelism()
+    /// The built-in defaults, ignoring the environment: as many Ps as
+    /// `std::thread::available_parallelism` (at most `MAX_PROCS`), 256 KiB stacks, no
+    /// schedtrace, deadlock detection on, at most 10 000 threads.
+    pub fn new() -> Config {
+        Config {
+            maxprocs: std::thread::available_parallelism()
                 .map(|n| n.get())
                 .unwrap_or(1)
                 .min(MAX_PROCS),
-        };
-        let stack_size = match std::env::var("GORO_STACK_SIZE") {
-            Ok(v) => parse_size(&v).unwrap_or_else(|e| panic!("GORO_STACK_SIZE: {e}")),
-            Err(_) => DEFAULT_STACK_SIZE,
-        };
-        let stack_usable =
-            stack::usable_size(stack_size).unwrap_or_else(|e| panic!("GORO_STACK_SIZE: {e}"));
-        let schedtrace_ms = std::env::var("GORO_SCHEDTRACE")
-            .ok()
-            .map(|v| parse_millis(&v).unwrap_or_else(|e| panic!("GORO_SCHEDTRACE: {e}")));
-        let deadlock_check = match std::env::var("GORO_DEADLOCK") {
-            Ok(v) => parse_deadlock(&v).unwrap_or_else(|e| panic!("GORO_DEADLOCK: {e}")),
-            Err(_) => true,
-        };
-        let idle_m_exit_ms = match std::env::var("GORO_IDLE_M_EXIT_MS") {
-            Ok(v) => parse_millis(&v).unwrap_or_else(|e| panic!("GORO_IDLE_M_EXIT_MS: {e}")),
-            Err(_) => 5_000,
-        };
-        let max_threads = match std::env::var("GORO_MAX_THREADS") {
-            Ok(v) => parse_max_threads(&v).unwrap_or_else(|e| panic!("GORO_MAX_THREADS: {e}")),
-            Err(_) => DEFAULT_MAX_THREADS,
-        };
-        let membarrier = match std::env::var("GORO_MEMBARRIER") {
-            Ok(v) => parse_on_off(&v).unwrap_or_else(|e| panic!("GORO_MEMBARRIER: {e}")),
-            Err(_) => true,
-        };
-        let hooks = match std::env::var("GORO_HOOKS") {
-            Ok(v) => parse_on_off(&v).unwrap_or_else(|e| panic!("GORO_HOOKS: {e}")),
-            Err(_) => true,
-        };
-        Config {
-            membarrier,
-            hooks,
-            maxprocs,
-            stack_usable,
-            schedtrace_ms,
-            deadlock_check,
-            idle_m_exit_ms,
-            max_threads,
+            stack_size: DEFAULT_STACK_SIZE,
+            schedtrace: None,
+            deadlock_check: true,
+            idle_m_exit_ms: 5_000,
+            max_threads: DEFAULT_MAX_THREADS,
+            membarrier: true,
+            hooks: true,
         }
+    }
+
+    /// The defaults, overridden by the `GORO_*` variables that are set (see the
+    /// module doc of `config.rs`, and docs/guide.md). A variable that does not parse
+    /// is an [`ConfigError::Invalid`] naming it.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let mut c = Config::new();
+        if let Some(n) = env_var("GORO_MAXPROCS", parse_maxprocs)? {
+            c.maxprocs = n;
+        }
+        if let Some(n) = env_var("GORO_STACK_SIZE", parse_size)? {
+            c.stack_size = n;
+            c.stack_usable_as("GORO_STACK_SIZE")?;
+        }
+        if let Some(ms) = env_var("GORO_SCHEDTRACE", parse_millis)? {
+            c.schedtrace = Some(std::time::Duration::from_millis(ms));
+        }
+        if let Some(on) = env_var("GORO_DEADLOCK", parse_deadlock)? {
+            c.deadlock_check = on;
+        }
+        if let Some(ms) = env_var("GORO_IDLE_M_EXIT_MS", parse_millis)? {
+            c.idle_m_exit_ms = ms;
+        }
+        if let Some(n) = env_var("GORO_MAX_THREADS", parse_max_threads)? {
+            c.max_threads = n;
+        }
+        if let Some(on) = env_var("GORO_MEMBARRIER", parse_on_off)? {
+            c.membarrier = on;
+        }
+        if let Some(on) = env_var("GORO_HOOKS", parse_on_off)? {
+            c.hooks = on;
+        }
+        Ok(c)
+    }
+
+    /// The number of Ps, 1 to [`MAX_PROCS`](crate::MAX_PROCS) (checked by `init`).
+    /// [`set_maxprocs`](crate::set_maxprocs) can still change it later.
+    pub fn maxprocs(mut self, n: usize) -> Config {
+        self.maxprocs = n;
+        self
+    }
+
+    /// The default coroutine stack size in bytes, from
+    /// [`MIN_STACK_SIZE`](crate::MIN_STACK_SIZE) to
+    /// [`MAX_STACK_SIZE`](crate::MAX_STACK_SIZE) (checked by `init`; rounded up to
+    /// whole pages).
+    pub fn stack_size(mut self, bytes: usize) -> Config {
+        self.stack_size = bytes;
+        self
+    }
+
+    /// Whether sysmon reports a deadlock (every coroutine and every thread waiting on
+    /// the runtime, nothing that could wake them) and stops the program.
+    pub fn deadlock_detection(mut self, on: bool) -> Config {
+        self.deadlock_check = on;
+        self
+    }
+
+    /// Every `period`, sysmon prints a line of the scheduler's state on stderr
+    /// (`None`: never). At least 1 ms, in whole milliseconds (checked by `init`).
+    pub fn schedtrace(mut self, period: Option<std::time::Duration>) -> Config {
+        self.schedtrace = period;
+        self
+    }
+
+    /// The most threads the runtime starts to run coroutines, at least 2 (checked by
+    /// `init`); past it the process stops with a message (Go's `debug.SetMaxThreads`).
+    pub fn max_threads(mut self, n: usize) -> Config {
+        self.max_threads = n;
+        self
+    }
+
+    /// Checks every setting; returns the usable stack size. `init` calls it.
+    pub(crate) fn check(&self) -> Result<usize, ConfigError> {
+        if !(1..=MAX_PROCS).contains(&self.maxprocs) {
+            return Err(invalid(
+                "maxprocs",
+                format!("must be from 1 to {MAX_PROCS}, got {}", self.maxprocs),
+            ));
+        }
+        if self.max_threads < 2 {
+            return Err(invalid(
+                "max_threads",
+                format!("must be at least 2, got {}", self.max_threads),
+            ));
+        }
+        self.schedtrace_ms()?;
+        self.stack_usable_as("stack_size")
+    }
+
+    /// The schedtrace period in whole milliseconds (at least 1).
+    pub(crate) fn schedtrace_ms(&self) -> Result<Option<u64>, ConfigError> {
+        match self.schedtrace {
+            None => Ok(None),
+            Some(d) if d.as_millis() >= 1 => Ok(Some(d.as_millis().min(u64::MAX as u128) as u64)),
+            Some(d) => Err(invalid(
+                "schedtrace",
+                format!("must be at least 1 ms, got {d:?}"),
+            )),
+        }
+    }
+
+    fn stack_usable_as(&self, setting: &'static str) -> Result<usize, ConfigError> {
+        stack::usable_size(self.stack_size).map_err(|e| invalid(setting, e.to_string()))
     }
 }
 

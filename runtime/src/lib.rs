@@ -19,7 +19,8 @@
 //! - layer 3: [`park`] (`prepare` / `park` / [`park::Unparker`], for coroutines and
 //!   threads), `spawn` ([`Builder`], [`spawn`], [`JoinHandle`]), `scope` ([`scope`],
 //!   [`Scope`], [`ScopedJoinHandle`]), `join_set` ([`JoinSet`]), `local` ([`LocalKey`],
-//!   [`coroutine_local!`]), [`time`].
+//!   [`coroutine_local!`]), [`time`], `block_on` ([`block_on`]: a `Future` on a
+//!   coroutine or thread).
 //! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
 //!   libc hooks of the `hooks` feature).
 
@@ -27,6 +28,7 @@
 
 #[cfg(any(feature = "hooks", loom))]
 mod arc_slot;
+mod block_on;
 mod config;
 pub mod debug;
 mod epoll;
@@ -52,7 +54,8 @@ pub mod time;
 mod timers;
 mod wait;
 
-pub use config::DEFAULT_STACK_SIZE;
+pub use block_on::block_on;
+pub use config::{Config, ConfigError, DEFAULT_STACK_SIZE};
 pub use join_set::JoinSet;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};

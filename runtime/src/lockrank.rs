@@ -23,6 +23,7 @@
 //! | `AllMs` | `sched/mod.rs` `Runtime::allm` (the live Ms, for the dump) | nothing |
 //! | `Scope` | `scope.rs` `ScopeData::state` (a scope's count and waiter) | nothing |
 //! | `JoinSet` | `join_set.rs` `SetShared::state` (a set's completion queue) | nothing |
+//! | `BlockOn` | `block_on.rs` `Signal::state` (a `block_on`'s wake flag and unparker) | nothing |
 //!
 //! Not ranked, on purpose: `time.rs` `Serial::f`, held while a user's `after_func`
 //! runs (user code can take any lock and switch threads under it; only its turn's
@@ -55,9 +56,10 @@ pub(crate) enum Rank {
     AllMs,
     Scope,
     JoinSet,
+    BlockOn,
 }
 
-/// The most ranked locks one thread holds at once (the order has fourteen ranks).
+/// The most ranked locks one thread holds at once (the order has fifteen ranks).
 #[cfg(debug_assertions)]
 const MAX_HELD: usize = 16;
 

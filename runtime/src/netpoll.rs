@@ -127,6 +127,11 @@ impl<W> Netpoll<W> {
         self.watch.has_waiters()
     }
 
+    /// How many callers wait on an fd (for `debug::stats`).
+    pub(crate) fn waiters(&self) -> usize {
+        self.watch.waiters()
+    }
+
     /// Registered sockets now.
     pub(crate) fn registered(&self) -> usize {
         // Relaxed: see the field.
@@ -369,6 +374,11 @@ impl Watch {
             until: loom::AtomicI64::new(0),
             waiters: loom::AtomicUsize::new(0),
         }
+    }
+
+    /// How many callers wait on an fd (Relaxed: a count for `debug::stats`).
+    pub fn waiters(&self) -> usize {
+        self.waiters.load(Ordering::Relaxed)
     }
 
     /// Whether any caller waits on an fd (Relaxed: a hint for whether to poll).

@@ -162,6 +162,11 @@ impl PTimers {
         }
     }
 
+    /// Timers in the heap now (takes the heap lock; for `debug::stats`).
+    pub(crate) fn len(&self) -> usize {
+        self.heap.lock().len()
+    }
+
     /// The earliest pending `when`, 0 if none. Lock-free.
     #[inline]
     pub(crate) fn when0(&self) -> i64 {

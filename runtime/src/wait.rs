@@ -223,12 +223,14 @@ pub enum WaitReason {
     BlockingCall,
     /// `Notify::notified`.
     Notify,
+    /// `block_on`, waiting for the future's waker.
+    Future,
 }
 
 impl WaitReason {
     pub(crate) fn from_u8(v: u8) -> WaitReason {
         use WaitReason::*;
-        const ALL: [WaitReason; 16] = [
+        const ALL: [WaitReason; 17] = [
             None,
             Park,
             Join,
@@ -245,6 +247,7 @@ impl WaitReason {
             IoWrite,
             BlockingCall,
             Notify,
+            Future,
         ];
         ALL.get(v as usize).copied().unwrap_or(None)
     }
@@ -268,6 +271,7 @@ impl WaitReason {
             WaitReason::IoWrite => "io write",
             WaitReason::BlockingCall => "blocking call",
             WaitReason::Notify => "notify",
+            WaitReason::Future => "future",
         }
     }
 }

@@ -96,6 +96,7 @@ pub(crate) mod p;
 pub(crate) mod park;
 pub(crate) mod runq;
 pub(crate) mod schedule;
+pub(crate) mod stats;
 pub(crate) mod syscall;
 pub(crate) mod sysmon;
 pub(crate) mod timers;
@@ -105,7 +106,7 @@ use std::sync::{Arc, OnceLock};
 
 use crossbeam_deque::Injector;
 
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::lockrank::{Mutex, Rank};
 use crate::netpoll::Netpoll;
 use crate::stack::pool::StackPool;
@@ -266,41 +267,68 @@ fn init() -> &'static Runtime {
     init_once()
 }
 
+/// The implicit start: the environment's configuration, and a panic naming the
+/// variable if it is bad (see config.rs).
 fn init_once() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
-        let cfg = Config::from_env();
-        crate::stack::overflow::install();
-        crate::membarrier::init(cfg.membarrier);
-        let rt = Runtime {
-            allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),
-            nprocs_created: AtomicUsize::new(0),
-            gomaxprocs: AtomicUsize::new(0),
-            injector: Injector::new(),
-            summary: WorkSummary::new(),
-            spinning: Spinning::new(),
-            deep_sleep: DeepSleep::new(),
-            sched: Mutex::new(Rank::Sched, SchedLocked::default()),
-            stacks: StackPool::new(cfg.stack_usable),
-            next_goid: AtomicU64::new(1),
-            nm: AtomicUsize::new(0),
-            nextern_spawned: AtomicI64::new(0),
-            netpoll: Netpoll::new()
-                .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
-            timer_rr: AtomicUsize::new(0),
-            allgs: allgs::AllGs::new(),
-            coarse_now: AtomicI64::new(crate::timers::nanotime()),
-            nm_alive: AtomicUsize::new(0),
-            allm: Mutex::new(Rank::AllMs, Vec::new()),
-            schedtrace_ms: cfg.schedtrace_ms,
-            deadlock_check: cfg.deadlock_check,
-            idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
-            max_threads: cfg.max_threads,
-            #[cfg(feature = "hooks")]
-            hooks: cfg.hooks,
-        };
-        rt.resize_locked(&mut rt.sched.lock(), cfg.maxprocs);
-        rt
+        let cfg = Config::from_env().unwrap_or_else(|e| panic!("{e}"));
+        let usable = cfg.check().unwrap_or_else(|e| panic!("{e}"));
+        build(cfg, usable)
     })
+}
+
+impl Config {
+    /// Starts the runtime with this configuration. Fails with
+    /// [`ConfigError::Invalid`] naming the first out-of-range setting, or with
+    /// [`ConfigError::AlreadyStarted`] if the runtime is already running (any goro
+    /// call starts it, from the environment, if `init` has not: see [`Config`]).
+    pub fn init(self) -> Result<(), ConfigError> {
+        let usable = self.check()?;
+        let mut cfg = Some(self);
+        RUNTIME.get_or_init(|| match cfg.take() {
+            Some(c) => build(c, usable),
+            None => fatal!("Config::init: the configuration was taken twice"),
+        });
+        match cfg {
+            None => Ok(()),
+            Some(_) => Err(ConfigError::AlreadyStarted),
+        }
+    }
+}
+
+/// Builds the runtime from a checked configuration (`usable`: its stack size, checked).
+fn build(cfg: Config, usable: usize) -> Runtime {
+    crate::stack::overflow::install();
+    crate::membarrier::init(cfg.membarrier);
+    let rt = Runtime {
+        allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),
+        nprocs_created: AtomicUsize::new(0),
+        gomaxprocs: AtomicUsize::new(0),
+        injector: Injector::new(),
+        summary: WorkSummary::new(),
+        spinning: Spinning::new(),
+        deep_sleep: DeepSleep::new(),
+        sched: Mutex::new(Rank::Sched, SchedLocked::default()),
+        stacks: StackPool::new(usable),
+        next_goid: AtomicU64::new(1),
+        nm: AtomicUsize::new(0),
+        nextern_spawned: AtomicI64::new(0),
+        netpoll: Netpoll::new()
+            .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
+        timer_rr: AtomicUsize::new(0),
+        allgs: allgs::AllGs::new(),
+        coarse_now: AtomicI64::new(crate::timers::nanotime()),
+        nm_alive: AtomicUsize::new(0),
+        allm: Mutex::new(Rank::AllMs, Vec::new()),
+        schedtrace_ms: cfg.schedtrace_ms().unwrap_or(None),
+        deadlock_check: cfg.deadlock_check,
+        idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
+        max_threads: cfg.max_threads,
+        #[cfg(feature = "hooks")]
+        hooks: cfg.hooks,
+    };
+    rt.resize_locked(&mut rt.sched.lock(), cfg.maxprocs);
+    rt
 }
 
 impl Runtime {
