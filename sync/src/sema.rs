@@ -68,6 +68,15 @@
 //! `tests/loom_sema.rs` has a timed waiter race a release with a plain waiter behind it,
 //! and fails without this step.
 //!
+//! # Releasing many units
+//!
+//! [`SemaTable::release_many`] adds its units with one CAS, which fails, changing
+//! nothing, if the count would pass `u32::MAX`: a check and an update in one step, so
+//! concurrent releases cannot overflow it together. The CAS is the count bump of the
+//! missed-wakeup rule (SeqCst), and each wake after it starts with the `nwait` load:
+//! the first load that finds nobody, or a root with no waiter for this count, ends the
+//! wakes, since every later waiter re-checks the count and finds the units there.
+//!
 //! # Hand-off
 //!
 //! A `handoff` release (a starving mutex) takes the count it just added back at once
@@ -496,7 +505,54 @@ impl<P: ParkApi> SemaTable<P> {
         }
     }
 
+    /// Adds `n` units to `count` in one step and wakes up to `n` of its waiters (see
+    /// "releasing many units"). Fails without changing anything if the count would
+    /// pass `u32::MAX`, returning the count it found then. Wait-free when nobody waits
+    /// on the count's root, but for CAS retries against concurrent changes.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use goro_sync::sema;
+    ///
+    /// let count = AtomicU32::new(1);
+    /// assert_eq!(sema::table().release_many(&count, 2), Ok(()));
+    /// assert_eq!(sema::table().release_many(&count, u32::MAX), Err(3));
+    /// assert_eq!(count.load(Ordering::Relaxed), 3);
+    /// ```
+    #[inline]
+    pub fn release_many(&self, count: &AtomicU32, n: u32) -> Result<(), u32> {
+        // Relaxed: only the CAS's first expected value; the CAS is the bump.
+        let mut v = count.load(Ordering::Relaxed);
+        let mut backoff = Backoff::new();
+        loop {
+            let Some(new) = v.checked_add(n) else {
+                return Err(v);
+            };
+            // SeqCst on success: the count bump of the sema missed-wakeup rule, as in
+            // `release` (no fence needed before the loads below, but under loom).
+            // Relaxed on failure: only the next expected value.
+            match count.compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(now) => {
+                    v = now;
+                    backoff.spin();
+                }
+            }
+        }
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        let root = self.root(count);
+        for _ in 0..n {
+            // SeqCst: the releaser's load of the missed-wakeup rule, as in `release`.
+            if root.nwait.load(Ordering::SeqCst) == 0 || !self.wake_one(count, false) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// `release`'s slow path: somebody waits on the count's root, maybe on `count`.
+    /// Returns whether it dequeued (and woke) a waiter of `count`.
     #[inline(never)]
     fn wake_one(&self, count: &AtomicU32, handoff: bool) -> bool {
         let root = self.root(count);
@@ -558,6 +614,71 @@ pub fn can_acquire(count: &AtomicU32) -> bool {
     }
 }
 
+/// Takes `n` units of `count` if there are that many, or none (the all-or-nothing
+/// try of a counting semaphore; Go's sema.go has none).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use goro_sync::sema;
+///
+/// let count = AtomicU32::new(3);
+/// assert!(!sema::can_acquire_many(&count, 4));
+/// assert!(sema::can_acquire_many(&count, 3));
+/// assert!(sema::can_acquire_many(&count, 0));
+/// ```
+#[inline]
+pub fn can_acquire_many(count: &AtomicU32, n: u32) -> bool {
+    // Relaxed: the CAS is the Acquire.
+    let mut v = count.load(Ordering::Relaxed);
+    let mut backoff = Backoff::new();
+    loop {
+        if v < n {
+            return false;
+        }
+        // Acquire: taking units orders what their releasers wrote before us.
+        match count.compare_exchange_weak(v, v - n, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => {
+                v = now;
+                backoff.spin();
+            }
+        }
+    }
+}
+
+/// Takes as many units of `count` as there are, up to `n`, and returns how many it
+/// took (a multi-unit acquirer's collecting step).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use goro_sync::sema;
+///
+/// let count = AtomicU32::new(3);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 2);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 1);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 0);
+/// ```
+#[inline]
+pub fn acquire_up_to(count: &AtomicU32, n: u32) -> u32 {
+    // Relaxed: the CAS is the Acquire.
+    let mut v = count.load(Ordering::Relaxed);
+    let mut backoff = Backoff::new();
+    loop {
+        let take = v.min(n);
+        if take == 0 {
+            return 0;
+        }
+        // Acquire: taking units orders what their releasers wrote before us.
+        match count.compare_exchange_weak(v, v - take, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return take,
+            Err(now) => {
+                v = now;
+                backoff.spin();
+            }
+        }
+    }
+}
+
 /// The process-wide table.
 #[cfg(not(loom))]
 pub fn table() -> &'static SemaTable {
@@ -592,6 +713,14 @@ pub fn acquire_timeout(
     deadline: Instant,
 ) -> bool {
     can_acquire(count) || table().acquire_timeout(count, lifo, reason, deadline)
+}
+
+/// Adds `n` units to `count` in one step, waking up to `n` waiters; fails, changing
+/// nothing, if the count would pass `u32::MAX` (see [`SemaTable::release_many`]).
+#[cfg(not(loom))]
+#[inline]
+pub fn release_many(count: &AtomicU32, n: u32) -> Result<(), u32> {
+    table().release_many(count, n)
 }
 
 #[cfg(all(test, not(loom)))]

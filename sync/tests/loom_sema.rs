@@ -1,9 +1,9 @@
 //! Loom model of the sema table (`sema.rs`): the real `acquire` / `acquire_timeout` /
-//! `release`, with loom's thread park standing in for goro's park API. Checks the sema
-//! missed-wakeup rule (a release that sees `nwait == 0` and an acquire about to queue
-//! never leave the acquirer asleep with a unit available) and the sema timeout rule (a
-//! timed waiter whose deadline fires after a release chose it takes over that
-//! release's wake-up).
+//! `release` / `release_many`, with loom's thread park standing in for goro's park
+//! API. Checks the sema missed-wakeup rule (a release that sees `nwait == 0` and an
+//! acquire about to queue never leave the acquirer asleep with a unit available) and
+//! the sema timeout rule (a timed waiter whose deadline fires after a release chose it
+//! takes over that release's wake-up).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p goro-sync --test loom_sema`
 #![cfg(loom)]
@@ -209,6 +209,32 @@ fn timed_acquire_takes_over_the_wakeup() {
         }
         plain.join().unwrap();
         rel.join().unwrap();
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+    });
+}
+
+/// `release_many`: one waiter is parked and another races to queue while two units go
+/// in with one CAS. The release wakes the parked one and either wakes the other too or
+/// leaves it a unit to find on its re-check (the missed-wakeup rule with a multi-unit
+/// bump). Waiting for the first park keeps the search small: three threads free to
+/// start in any order ran for minutes at a preemption bound of 2.
+#[test]
+fn release_many_wakes_every_waiter() {
+    loom::model(|| {
+        let table = Arc::new(SemaTable::<LoomPark>::new());
+        let count = Arc::new(AtomicU32::new(0));
+        let acquirer = || {
+            let (table, count) = (table.clone(), count.clone());
+            thread::spawn(move || table.acquire(&count, false, WaitReason::Sema))
+        };
+        let first = acquirer();
+        while PARKS.load(Ordering::SeqCst) == 0 {
+            thread::yield_now();
+        }
+        let second = acquirer();
+        table.release_many(&count, 2).unwrap();
+        first.join().unwrap();
+        second.join().unwrap();
         assert_eq!(count.load(Ordering::SeqCst), 0);
     });
 }
