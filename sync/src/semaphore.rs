@@ -11,8 +11,7 @@ use crate::sema;
 /// blocking a thread) until one is available; `release` gives permits back.
 pub struct Semaphore {
     /// The sema count: taken by `acquire` (the sema table's Acquire CAS), given back
-    /// by `release` (its SeqCst bump); read as a snapshot by the overflow check and
-    /// `available_permits`.
+    /// by `release` (its SeqCst CAS); read as a snapshot by `available_permits`.
     permits: AtomicU32,
 }
 
@@ -49,18 +48,23 @@ impl Semaphore {
     ///
     /// # Panics
     ///
-    /// If the count would overflow 32 bits (more permits released than can be counted).
+    /// If the count would overflow 32 bits (more permits released than can be
+    /// counted). The check and the update are one atomic step, so concurrent releases
+    /// cannot overflow it together; a release that panics changes nothing.
     pub fn release(&self, n: usize) {
-        // Relaxed: a misuse check on a snapshot; the releases below carry the ordering.
-        let now = self.permits.load(Ordering::Relaxed) as u64;
-        if now + n as u64 > u32::MAX as u64 {
-            panic!(
-                "Semaphore::release: {n} more permits would overflow the count ({now} available)"
-            );
-        }
-        for _ in 0..n {
-            sema::release(&self.permits, false);
-        }
+        let now = match u32::try_from(n) {
+            Ok(k) => match sema::release_many(&self.permits, k) {
+                Ok(()) => return,
+                Err(now) => now,
+            },
+            // Relaxed: the number for the message only.
+            Err(_) => self.permits.load(Ordering::Relaxed),
+        };
+        panic!(
+            "Semaphore::release: {n} more permits would overflow the count \
+             ({now} available, at most {} can be counted)",
+            u32::MAX
+        );
     }
 
     /// Permits available now.
