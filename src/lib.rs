@@ -43,7 +43,7 @@ pub mod park {
 pub mod sync {
     pub use goro_sync::{
         Cond, Mutex, MutexGuard, Once, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
-        WaitGroup,
+        SemaphorePermit, WaitGroup,
     };
 }
 
