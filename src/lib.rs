@@ -87,7 +87,8 @@ pub mod park {
 pub mod sync {
     pub use goro_sync::{
         Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once, OnceLock,
-        RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, WaitGroup, WaitTimeoutResult,
+        RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup,
+        WaitTimeoutResult,
     };
 }
 

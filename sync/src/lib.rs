@@ -5,10 +5,11 @@
 //! coroutine that waits parks and lets its M run others; a thread that waits blocks.
 //!
 //! - [`sema`]: the semaphore table every lock here waits in (Go's runtime/sema.go):
-//!   251 roots, a wait-free release when nobody waits, hand-off for starving mutexes.
+//!   251 roots, a wait-free release when nobody waits, hand-off for starving mutexes,
+//!   timed waits.
 //! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
-//!   notify list), [`Semaphore`].
+//!   notify list), [`Semaphore`] (with multi-permit, timed and RAII acquires).
 //! - std's shapes, for code that ports by changing imports: [`OnceLock`] and
 //!   [`LazyLock`] (a second caller parks while the first initialises), [`Barrier`],
 //!   and tokio's [`Notify`].
@@ -59,7 +60,7 @@ pub use oncelock::{LazyLock, OnceLock};
 #[cfg(not(loom))]
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, MAX_READERS};
 #[cfg(not(loom))]
-pub use semaphore::Semaphore;
+pub use semaphore::{Semaphore, SemaphorePermit};
 #[cfg(not(loom))]
 pub use waitgroup::WaitGroup;
 

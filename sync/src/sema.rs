@@ -40,10 +40,42 @@
 //!
 //! A waiter's queue node lives on its own stack (the coroutine's, or the thread's): it
 //! is linked into its root while the waiter is parked, which keeps it alive and in
-//! place; the releaser that dequeues it takes its unparker and writes its `ticket`
-//! before unparking it, and never touches it afterwards. Nodes are only ever reached
-//! through raw pointers while linked, and only under the root lock or by the one
-//! releaser that dequeued them.
+//! place. The releaser that dequeues it takes its unparker and writes its `ticket`
+//! *under the root lock*, and never touches it after unlocking: a timed waiter may
+//! leave as soon as it holds the lock and finds itself dequeued (see "the sema timeout
+//! rule"). Nodes are only ever reached through raw pointers while linked, and only under
+//! the root lock.
+//!
+//! # Timed waits: the sema timeout rule
+//!
+//! [`SemaTable::acquire_timeout`] parks with a deadline. When the deadline wakes it,
+//! the waiter locks its root again and looks at its node:
+//!
+//! - Still queued: no release chose it. It unlinks itself (`Root::remove`), takes
+//!   itself out of `nwait`, and gives up. Every release so far woke somebody else.
+//! - Dequeued: a release chose it between the deadline and the re-lock, and counted on
+//!   waking it; that release's unpark lost the wait cell to the deadline and did
+//!   nothing. So the wake-up is the timed-out waiter's to use: it takes the handed unit
+//!   (a ticket) or a unit from the count, and reports success (the release came
+//!   first). If a newcomer took the count's unit in between, that unit was used and no
+//!   wake-up is owed.
+//!
+//! Without the second case the release's unit would sit in the count while the waiters
+//! behind the timed-out one stay parked: a lost wake-up. Taking the unit is the same as
+//! the alternative, passing the wake-up on to the next waiter (golang.org/x/sync's
+//! semaphore gives the tokens back and notifies the next), without a second trip
+//! through the lock; a caller that did not want the unit any more can release it.
+//! `tests/loom_sema.rs` has a timed waiter race a release with a plain waiter behind it,
+//! and fails without this step.
+//!
+//! # Releasing many units
+//!
+//! [`SemaTable::release_many`] adds its units with one CAS, which fails, changing
+//! nothing, if the count would pass `u32::MAX`: a check and an update in one step, so
+//! concurrent releases cannot overflow it together. The CAS is the count bump of the
+//! missed-wakeup rule (SeqCst), and each wake after it starts with the `nwait` load:
+//! the first load that finds nobody, or a root with no waiter for this count, ends the
+//! wakes, since every later waiter re-checks the count and finds the units there.
 //!
 //! # Hand-off
 //!
@@ -57,6 +89,7 @@ use std::marker::PhantomData;
 use std::ptr;
 #[cfg(not(loom))]
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use goro_runtime::park::WaitReason;
 
@@ -77,6 +110,10 @@ pub trait ParkApi {
     /// Sleeps until the prepared wait is woken, running `commit` once the caller is
     /// off its stack (a coroutine) or right away (a thread).
     fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F);
+    /// Like `park_commit`, but wakes by itself no later than `deadline`. Returns true if
+    /// the deadline woke the wait (an unparker of it then does nothing), false if an
+    /// unparker did.
+    fn park_commit_timeout<F: FnOnce()>(reason: WaitReason, deadline: Instant, commit: F) -> bool;
     /// Wakes a prepared wait.
     fn unpark(u: Self::Unparker);
     /// Lets the woken waiter run (after a hand-off).
@@ -100,6 +137,11 @@ impl ParkApi for GoroPark {
     }
 
     #[inline]
+    fn park_commit_timeout<F: FnOnce()>(reason: WaitReason, deadline: Instant, commit: F) -> bool {
+        goro_runtime::park::park_commit_timeout(reason, deadline, commit)
+    }
+
+    #[inline]
     fn unpark(u: Self::Unparker) {
         u.unpark();
     }
@@ -110,13 +152,31 @@ impl ParkApi for GoroPark {
     }
 }
 
-/// A waiter's queue node, on the waiter's stack (see "waiters are intrusive").
+/// A waiter's queue node, on the waiter's stack (see "waiters are intrusive"). Every
+/// field but `addr` is guarded by the root lock while the node is queued.
 struct Waiter<P: ParkApi> {
     addr: usize,
     next: *mut Waiter<P>,
+    prev: *mut Waiter<P>,
+    /// Whether the node is linked in its root: set by `enqueue`, cleared by `dequeue`
+    /// and `remove`. How a timed-out waiter learns that a release chose it.
+    queued: bool,
     unparker: Option<P::Unparker>,
     /// Set to 1 by a hand-off release: the count was handed to this waiter.
     ticket: u32,
+}
+
+impl<P: ParkApi> Waiter<P> {
+    fn new(addr: usize) -> Self {
+        Waiter {
+            addr,
+            next: ptr::null_mut(),
+            prev: ptr::null_mut(),
+            queued: false,
+            unparker: None,
+            ticket: 0,
+        }
+    }
 }
 
 /// The waiters of one address on a root.
@@ -150,21 +210,26 @@ impl<P: ParkApi> Root<P> {
     ///
     /// # Safety
     ///
-    /// `lock` held; `w` valid and unlinked, and it stays in place until dequeued.
+    /// `lock` held; `w` valid and unlinked, and it stays in place until dequeued or
+    /// removed.
     unsafe fn enqueue(&self, w: *mut Waiter<P>, lifo: bool) {
         // SAFETY: `queues` is guarded by `lock`, which the caller holds; `w` and the
         // nodes already linked are valid (caller's contract, and every linked node's
-        // waiter is parked until dequeued).
+        // waiter is parked, or waits for this lock, until its node is unlinked).
         unsafe {
             let queues = &mut *self.queues.get();
             let addr = (*w).addr;
             (*w).next = ptr::null_mut();
+            (*w).prev = ptr::null_mut();
+            (*w).queued = true;
             match queues.iter_mut().find(|q| q.addr == addr) {
                 Some(q) if lifo => {
                     (*w).next = q.head;
+                    (*q.head).prev = w;
                     q.head = w;
                 }
                 Some(q) => {
+                    (*w).prev = q.tail;
                     (*q.tail).next = w;
                     q.tail = w;
                 }
@@ -185,18 +250,59 @@ impl<P: ParkApi> Root<P> {
     unsafe fn dequeue(&self, addr: usize) -> *mut Waiter<P> {
         // SAFETY: as in enqueue.
         unsafe {
-            let queues = &mut *self.queues.get();
-            let Some(i) = queues.iter().position(|q| q.addr == addr) else {
-                return ptr::null_mut();
-            };
-            let q = &mut queues[i];
-            let w = q.head;
-            q.head = (*w).next;
-            if q.head.is_null() {
-                queues.swap_remove(i);
+            let head = (*self.queues.get())
+                .iter()
+                .find(|q| q.addr == addr)
+                .map_or(ptr::null_mut(), |q| q.head);
+            if !head.is_null() {
+                self.remove(head);
+            }
+            head
+        }
+    }
+
+    /// Unlinks `w` from its address's queue if it is still linked, and returns whether
+    /// it was (false: a release dequeued it first). Go's sema.go has no such step: its
+    /// waits cannot time out.
+    ///
+    /// # Safety
+    ///
+    /// `lock` held; `w` valid (linked, or unlinked and not going to be linked by anyone
+    /// but the caller).
+    unsafe fn remove(&self, w: *mut Waiter<P>) -> bool {
+        // SAFETY: as in enqueue; a linked node's neighbours are linked nodes.
+        unsafe {
+            if !(*w).queued {
+                return false;
+            }
+            let (prev, next) = ((*w).prev, (*w).next);
+            if !prev.is_null() {
+                (*prev).next = next;
+            }
+            if !next.is_null() {
+                (*next).prev = prev;
+            }
+            if prev.is_null() || next.is_null() {
+                // The head or the tail: the address's queue entry changes.
+                let queues = &mut *self.queues.get();
+                let Some(i) = queues.iter().position(|q| q.addr == (*w).addr) else {
+                    unreachable!("sema Root::remove: a queued waiter without its queue");
+                };
+                let q = &mut queues[i];
+                if prev.is_null() {
+                    q.head = next;
+                }
+                if next.is_null() {
+                    q.tail = prev;
+                }
+                if q.head.is_null() {
+                    queues.swap_remove(i);
+                }
             }
             (*w).next = ptr::null_mut();
-            w
+            (*w).prev = ptr::null_mut();
+            (*w).queued = false;
+            true
         }
     }
 }
@@ -242,40 +348,146 @@ impl<P: ParkApi> SemaTable<P> {
             return;
         }
         let root = self.root(count);
-        let mut node = Waiter::<P> {
-            addr: count as *const AtomicU32 as usize,
-            next: ptr::null_mut(),
-            unparker: None,
-            ticket: 0,
-        };
+        let mut node = Waiter::<P>::new(count as *const AtomicU32 as usize);
         let w: *mut Waiter<P> = &mut node;
         loop {
             root.lock.lock();
-            // The sema missed-wakeup rule: count ourselves, then re-check. SeqCst bump
-            // and SeqCst fence: the acquirer's half of the pair (see the module doc).
-            root.nwait.fetch_add(1, Ordering::SeqCst);
-            fence(Ordering::SeqCst);
-            if can_acquire(count) {
-                // Relaxed: under the root lock (see the module doc).
-                root.nwait.fetch_sub(1, Ordering::Relaxed);
+            // SAFETY: the root lock is held; `w` points at `node`, on this stack frame,
+            // which outlives the time it is linked (we do not return until a release
+            // dequeued it, and only that release can wake us).
+            if unsafe { self.take_or_queue_locked(root, count, w, lifo) } {
                 root.lock.unlock();
                 return;
             }
-            // SAFETY: `w` points at `node`, on this stack frame, which outlives the
-            // time it is linked (we do not return until a release dequeued it, and
-            // only that release can wake us). The root lock is held.
-            unsafe {
-                (*w).unparker = Some(P::prepare());
-                (*w).ticket = 0;
-                root.enqueue(w, lifo);
-            }
             P::park_commit(reason, || root.lock.unlock());
-            // SAFETY: the releaser that dequeued us wrote the ticket before unparking
-            // us, and the park handshake ordered that write before our wake-up.
+            // SAFETY: the releaser that dequeued us wrote the ticket under the root
+            // lock before unparking us, and the park handshake ordered that write
+            // before our wake-up.
             if unsafe { (*w).ticket } != 0 || can_acquire(count) {
                 return;
             }
         }
+    }
+
+    /// Like [`acquire`](Self::acquire), but gives up at `deadline`. Returns whether it
+    /// took a unit. A deadline that has passed still queues the caller once (and the
+    /// park returns at once): use [`can_acquire`] for a try without a wait.
+    ///
+    /// A wait whose deadline fires just after a release chose it takes that release's
+    /// unit, and returns true (see "the sema timeout rule").
+    ///
+    /// ```
+    /// use std::sync::atomic::AtomicU32;
+    /// use std::time::{Duration, Instant};
+    /// use goro_runtime::park::WaitReason;
+    /// use goro_sync::sema;
+    ///
+    /// let count = AtomicU32::new(0);
+    /// let soon = Instant::now() + Duration::from_millis(10);
+    /// assert!(!sema::table().acquire_timeout(&count, false, WaitReason::Sema, soon));
+    /// sema::release(&count, false);
+    /// assert!(sema::table().acquire_timeout(&count, false, WaitReason::Sema, soon));
+    /// ```
+    pub fn acquire_timeout(
+        &self,
+        count: &AtomicU32,
+        lifo: bool,
+        reason: WaitReason,
+        deadline: Instant,
+    ) -> bool {
+        if can_acquire(count) {
+            return true;
+        }
+        let root = self.root(count);
+        let mut node = Waiter::<P>::new(count as *const AtomicU32 as usize);
+        let w: *mut Waiter<P> = &mut node;
+        loop {
+            root.lock.lock();
+            // SAFETY: the root lock is held; `w` points at `node`, on this stack frame,
+            // which outlives the time it is linked: we return only after a release
+            // dequeued it, or after we unlinked it ourselves under the lock.
+            if unsafe { self.take_or_queue_locked(root, count, w, lifo) } {
+                root.lock.unlock();
+                return true;
+            }
+            if P::park_commit_timeout(reason, deadline, || root.lock.unlock()) {
+                // SAFETY: `w` is our node, linked or dequeued by a release (which is
+                // done with it once it unlocks the root).
+                return unsafe { self.timed_out(root, count, w) };
+            }
+            // Woken by the release that dequeued us.
+            // SAFETY: as in `acquire`.
+            if unsafe { (*w).ticket } != 0 || can_acquire(count) {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                // A newcomer took the unit we were woken for: it was used, nothing is
+                // owed (as in the sema timeout rule's second case).
+                return false;
+            }
+        }
+    }
+
+    /// The acquirer's half of the sema missed-wakeup rule: counts the caller in `nwait`,
+    /// re-checks the count, and queues `w` if that finds nothing. Returns true if the
+    /// re-check took a unit (`nwait` is back as it was, `w` unlinked), false if `w` is
+    /// queued for the caller to park. The root lock stays held either way.
+    ///
+    /// # Safety
+    ///
+    /// `root` is `count`'s root and its lock is held; `w` is valid and unlinked, and
+    /// stays in place until it is unlinked.
+    #[inline]
+    unsafe fn take_or_queue_locked(
+        &self,
+        root: &Root<P>,
+        count: &AtomicU32,
+        w: *mut Waiter<P>,
+        lifo: bool,
+    ) -> bool {
+        // SeqCst bump and SeqCst fence: the acquirer's half of the pair (see the
+        // module doc).
+        root.nwait.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if can_acquire(count) {
+            // Relaxed: under the root lock (see the module doc).
+            root.nwait.fetch_sub(1, Ordering::Relaxed);
+            return true;
+        }
+        // SAFETY: the caller's contract.
+        unsafe {
+            (*w).unparker = Some(P::prepare());
+            (*w).ticket = 0;
+            root.enqueue(w, lifo);
+        }
+        false
+    }
+
+    /// After a timed wait's deadline woke it: the sema timeout rule (module doc).
+    /// Returns whether the caller took a unit.
+    ///
+    /// # Safety
+    ///
+    /// `w` is the caller's node on `count`'s root `root`, queued by
+    /// `take_or_queue_locked` and not unlinked by the caller since.
+    #[cold]
+    unsafe fn timed_out(&self, root: &Root<P>, count: &AtomicU32, w: *mut Waiter<P>) -> bool {
+        root.lock.lock();
+        // SAFETY: the root lock is held, which is what guards a queued node; a release
+        // that dequeued `w` wrote its ticket under that lock too.
+        let (removed, ticket) = unsafe { (root.remove(w), (*w).ticket) };
+        if removed {
+            // Relaxed: under the root lock (see the module doc).
+            root.nwait.fetch_sub(1, Ordering::Relaxed);
+        }
+        root.lock.unlock();
+        if removed {
+            return false; // no release chose us
+        }
+        // A release dequeued us and its unpark lost to the deadline: its wake-up is
+        // ours. Take the unit it handed us or added to the count (the step the loom
+        // model `timed_acquire_takes_over_the_wakeup` fails without).
+        ticket != 0 || can_acquire(count)
     }
 
     /// Adds one unit to `count` and wakes one waiter if there is any (Go:
@@ -293,29 +505,75 @@ impl<P: ParkApi> SemaTable<P> {
         }
     }
 
+    /// Adds `n` units to `count` in one step and wakes up to `n` of its waiters (see
+    /// "releasing many units"). Fails without changing anything if the count would
+    /// pass `u32::MAX`, returning the count it found then. Wait-free when nobody waits
+    /// on the count's root, but for CAS retries against concurrent changes.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use goro_sync::sema;
+    ///
+    /// let count = AtomicU32::new(1);
+    /// assert_eq!(sema::table().release_many(&count, 2), Ok(()));
+    /// assert_eq!(sema::table().release_many(&count, u32::MAX), Err(3));
+    /// assert_eq!(count.load(Ordering::Relaxed), 3);
+    /// ```
+    #[inline]
+    pub fn release_many(&self, count: &AtomicU32, n: u32) -> Result<(), u32> {
+        // Relaxed: only the CAS's first expected value; the CAS is the bump.
+        let mut v = count.load(Ordering::Relaxed);
+        let mut backoff = Backoff::new();
+        loop {
+            let Some(new) = v.checked_add(n) else {
+                return Err(v);
+            };
+            // SeqCst on success: the count bump of the sema missed-wakeup rule, as in
+            // `release` (no fence needed before the loads below, but under loom).
+            // Relaxed on failure: only the next expected value.
+            match count.compare_exchange_weak(v, new, Ordering::SeqCst, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(now) => {
+                    v = now;
+                    backoff.spin();
+                }
+            }
+        }
+        #[cfg(loom)]
+        fence(Ordering::SeqCst);
+        let root = self.root(count);
+        for _ in 0..n {
+            // SeqCst: the releaser's load of the missed-wakeup rule, as in `release`.
+            if root.nwait.load(Ordering::SeqCst) == 0 || !self.wake_one(count, false) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// `release`'s slow path: somebody waits on the count's root, maybe on `count`.
+    /// Returns whether it dequeued (and woke) a waiter of `count`.
     #[inline(never)]
-    fn wake_one(&self, count: &AtomicU32, handoff: bool) {
+    fn wake_one(&self, count: &AtomicU32, handoff: bool) -> bool {
         let root = self.root(count);
         root.lock.lock();
         // Relaxed: every change of `nwait` is made under the root lock, which we hold.
         if root.nwait.load(Ordering::Relaxed) == 0 {
             // Another release took our waiter.
             root.lock.unlock();
-            return;
+            return false;
         }
         // SAFETY: the root lock is held.
         let w = unsafe { root.dequeue(count as *const AtomicU32 as usize) };
-        if !w.is_null() {
-            // Relaxed: under the root lock (see the module doc).
-            root.nwait.fetch_sub(1, Ordering::Relaxed);
-        }
-        root.lock.unlock();
         if w.is_null() {
-            return; // the waiters on this root wait for other addresses
+            root.lock.unlock();
+            return false; // the waiters on this root wait for other addresses
         }
-        // SAFETY: we dequeued `w`: its waiter stays parked, and its node in place,
-        // until we unpark it below; nobody else can reach the node any more.
+        // Relaxed: under the root lock (see the module doc).
+        root.nwait.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: we dequeued `w` and hold the root lock: its waiter is parked, or (a
+        // timed one) waits for this lock before it looks at its node, so the node is
+        // in place until we unlock. After that we touch only the unparker we took.
         let (u, handed) = unsafe {
             let handed = handoff && can_acquire(count);
             if handed {
@@ -323,12 +581,14 @@ impl<P: ParkApi> SemaTable<P> {
             }
             ((*w).unparker.take(), handed)
         };
+        root.lock.unlock();
         if let Some(u) = u {
             P::unpark(u);
         }
         if handed {
             P::yield_now();
         }
+        true
     }
 }
 
@@ -346,6 +606,71 @@ pub fn can_acquire(count: &AtomicU32) -> bool {
         // Acquire: taking a unit orders what its releaser wrote before us.
         match count.compare_exchange_weak(v, v - 1, Ordering::Acquire, Ordering::Relaxed) {
             Ok(_) => return true,
+            Err(now) => {
+                v = now;
+                backoff.spin();
+            }
+        }
+    }
+}
+
+/// Takes `n` units of `count` if there are that many, or none (the all-or-nothing
+/// try of a counting semaphore; Go's sema.go has none).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use goro_sync::sema;
+///
+/// let count = AtomicU32::new(3);
+/// assert!(!sema::can_acquire_many(&count, 4));
+/// assert!(sema::can_acquire_many(&count, 3));
+/// assert!(sema::can_acquire_many(&count, 0));
+/// ```
+#[inline]
+pub fn can_acquire_many(count: &AtomicU32, n: u32) -> bool {
+    // Relaxed: the CAS is the Acquire.
+    let mut v = count.load(Ordering::Relaxed);
+    let mut backoff = Backoff::new();
+    loop {
+        if v < n {
+            return false;
+        }
+        // Acquire: taking units orders what their releasers wrote before us.
+        match count.compare_exchange_weak(v, v - n, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return true,
+            Err(now) => {
+                v = now;
+                backoff.spin();
+            }
+        }
+    }
+}
+
+/// Takes as many units of `count` as there are, up to `n`, and returns how many it
+/// took (a multi-unit acquirer's collecting step).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// use goro_sync::sema;
+///
+/// let count = AtomicU32::new(3);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 2);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 1);
+/// assert_eq!(sema::acquire_up_to(&count, 2), 0);
+/// ```
+#[inline]
+pub fn acquire_up_to(count: &AtomicU32, n: u32) -> u32 {
+    // Relaxed: the CAS is the Acquire.
+    let mut v = count.load(Ordering::Relaxed);
+    let mut backoff = Backoff::new();
+    loop {
+        let take = v.min(n);
+        if take == 0 {
+            return 0;
+        }
+        // Acquire: taking units orders what their releasers wrote before us.
+        match count.compare_exchange_weak(v, v - take, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return take,
             Err(now) => {
                 v = now;
                 backoff.spin();
@@ -377,6 +702,27 @@ pub fn release(count: &AtomicU32, handoff: bool) {
     table().release(count, handoff);
 }
 
+/// Takes one unit of `count`, waiting no later than `deadline`; returns whether it took
+/// one (see [`SemaTable::acquire_timeout`]).
+#[cfg(not(loom))]
+#[inline]
+pub fn acquire_timeout(
+    count: &AtomicU32,
+    lifo: bool,
+    reason: WaitReason,
+    deadline: Instant,
+) -> bool {
+    can_acquire(count) || table().acquire_timeout(count, lifo, reason, deadline)
+}
+
+/// Adds `n` units to `count` in one step, waking up to `n` waiters; fails, changing
+/// nothing, if the count would pass `u32::MAX` (see [`SemaTable::release_many`]).
+#[cfg(not(loom))]
+#[inline]
+pub fn release_many(count: &AtomicU32, n: u32) -> Result<(), u32> {
+    table().release_many(count, n)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -389,6 +735,8 @@ mod tests {
         Enqueue { addr: usize, lifo: bool },
         /// Dequeue the first waiter of an address.
         Dequeue { addr: usize },
+        /// Remove one waiter made so far (queued or not), as a timed-out waiter does.
+        Remove { which: prop::sample::Index },
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -397,12 +745,46 @@ mod tests {
         prop_oneof![
             (addr.clone(), any::<bool>()).prop_map(|(addr, lifo)| Op::Enqueue { addr, lifo }),
             addr.prop_map(|addr| Op::Dequeue { addr }),
+            any::<prop::sample::Index>().prop_map(|which| Op::Remove { which }),
         ]
+    }
+
+    fn root_of(table: &SemaTable<GoroPark>, addr: usize) -> &Root<GoroPark> {
+        &table.roots[(addr >> 3) % SEMTAB_SIZE]
+    }
+
+    /// The ids (tickets) queued on `addr`, walked from the head by `next` and checked
+    /// against the walk from the tail by `prev`.
+    fn queued_ids(root: &Root<GoroPark>, addr: usize) -> Vec<usize> {
+        // SAFETY: single-threaded test standing in for the lock; the linked nodes are
+        // boxed by the test and outlive the walk.
+        unsafe {
+            let Some(q) = (*root.queues.get()).iter().find(|q| q.addr == addr) else {
+                return Vec::new();
+            };
+            let (mut fwd, mut back) = (Vec::new(), Vec::new());
+            let mut w = q.head;
+            while !w.is_null() {
+                assert!((*w).queued, "an unqueued node linked");
+                fwd.push((*w).ticket as usize);
+                w = (*w).next;
+            }
+            let mut w = q.tail;
+            while !w.is_null() {
+                back.push((*w).ticket as usize);
+                w = (*w).prev;
+            }
+            back.reverse();
+            assert_eq!(fwd, back, "next and prev links disagree");
+            assert!(!fwd.is_empty(), "an empty queue entry left behind");
+            fwd
+        }
     }
 
     proptest! {
         /// The per-address queues of the roots behave like one VecDeque per address
-        /// (FIFO, LIFO at the front), whatever the collisions on a root.
+        /// (FIFO, LIFO at the front, removal from anywhere), whatever the collisions
+        /// on a root.
         #[test]
         fn root_queues_match_a_model(ops in prop::collection::vec(op(), 1..300)) {
             let table = SemaTable::<GoroPark>::new();
@@ -412,29 +794,52 @@ mod tests {
                 match op {
                     Op::Enqueue { addr, lifo } => {
                         let id = nodes.len();
-                        nodes.push(Box::new(Waiter { addr, next: ptr::null_mut(), unparker: None, ticket: id as u32 }));
+                        let mut node = Box::new(Waiter::new(addr));
+                        node.ticket = id as u32;
+                        nodes.push(node);
                         let w: *mut Waiter<GoroPark> = &mut *nodes[id];
-                        let root = &table.roots[(addr >> 3) % SEMTAB_SIZE];
                         // SAFETY: single-threaded test standing in for the lock; the
                         // boxed nodes outlive the table's use of them.
-                        unsafe { root.enqueue(w, lifo) };
+                        unsafe { root_of(&table, addr).enqueue(w, lifo) };
                         let q = model.entry(addr).or_default();
                         if lifo { q.push_front(id) } else { q.push_back(id) }
                     }
                     Op::Dequeue { addr } => {
-                        let root = &table.roots[(addr >> 3) % SEMTAB_SIZE];
                         // SAFETY: as above.
-                        let w = unsafe { root.dequeue(addr) };
+                        let w = unsafe { root_of(&table, addr).dequeue(addr) };
                         let want = model.get_mut(&addr).and_then(|q| q.pop_front());
                         // SAFETY: a dequeued pointer is one of our boxed nodes.
                         let got = (!w.is_null()).then(|| unsafe { (*w).ticket as usize });
                         prop_assert_eq!(got, want);
+                        // SAFETY: as above.
+                        let unlinked = w.is_null() || unsafe { !(*w).queued };
+                        prop_assert!(unlinked, "a dequeued node still marked queued");
                     }
+                    Op::Remove { which } => {
+                        if nodes.is_empty() {
+                            continue;
+                        }
+                        let id = which.index(nodes.len());
+                        let addr = nodes[id].addr;
+                        let w: *mut Waiter<GoroPark> = &mut *nodes[id];
+                        // SAFETY: as above; `w` is linked or was unlinked by the table.
+                        let got = unsafe { root_of(&table, addr).remove(w) };
+                        let q = model.entry(addr).or_default();
+                        let want = match q.iter().position(|&i| i == id) {
+                            Some(at) => q.remove(at).is_some(),
+                            None => false,
+                        };
+                        prop_assert_eq!(got, want);
+                    }
+                }
+                for (&addr, q) in &model {
+                    let want: Vec<usize> = q.iter().copied().collect();
+                    prop_assert_eq!(queued_ids(root_of(&table, addr), addr), want);
                 }
             }
             // Drain everything that is left, in order.
             for (addr, q) in model {
-                let root = &table.roots[(addr >> 3) % SEMTAB_SIZE];
+                let root = root_of(&table, addr);
                 for want in q {
                     // SAFETY: as above.
                     let w = unsafe { root.dequeue(addr) };
@@ -446,6 +851,11 @@ mod tests {
                 // SAFETY: as above.
                 let rest = unsafe { root.dequeue(addr) };
                 prop_assert!(rest.is_null());
+            }
+            for root in table.roots.iter() {
+                // SAFETY: as above.
+                let empty = unsafe { (*root.queues.get()).is_empty() };
+                prop_assert!(empty, "a queue entry left behind");
             }
         }
     }
