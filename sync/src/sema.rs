@@ -592,26 +592,34 @@ impl<P: ParkApi> SemaTable<P> {
     }
 }
 
-/// Takes one unit of `count` if there is one (Go: cansemacquire).
-#[inline]
-pub fn can_acquire(count: &AtomicU32) -> bool {
-    // Relaxed: the CAS is the Acquire; as the acquirer's re-check, this load is ordered
-    // by the SeqCst fence before it (see the module doc).
+/// Takes `units(v)` units of `count`, where `v` is the count at the time of the
+/// CAS that takes them (0: take none, and stop). Returns how many it took. The one
+/// CAS loop behind every non-waiting take below.
+#[inline(always)]
+fn take_units(count: &AtomicU32, units: impl Fn(u32) -> u32) -> u32 {
+    // Relaxed: the CAS is the Acquire.
     let mut v = count.load(Ordering::Relaxed);
     let mut backoff = Backoff::new();
     loop {
-        if v == 0 {
-            return false;
+        let take = units(v);
+        if take == 0 {
+            return 0;
         }
-        // Acquire: taking a unit orders what its releaser wrote before us.
-        match count.compare_exchange_weak(v, v - 1, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return true,
+        // Acquire: taking units orders what their releasers wrote before us.
+        match count.compare_exchange_weak(v, v - take, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return take,
             Err(now) => {
                 v = now;
                 backoff.spin();
             }
         }
     }
+}
+
+/// Takes one unit of `count` if there is one (Go: cansemacquire).
+#[inline]
+pub fn can_acquire(count: &AtomicU32) -> bool {
+    take_units(count, |v| v.min(1)) == 1
 }
 
 /// Takes `n` units of `count` if there are that many, or none (the all-or-nothing
@@ -628,22 +636,7 @@ pub fn can_acquire(count: &AtomicU32) -> bool {
 /// ```
 #[inline]
 pub fn can_acquire_many(count: &AtomicU32, n: u32) -> bool {
-    // Relaxed: the CAS is the Acquire.
-    let mut v = count.load(Ordering::Relaxed);
-    let mut backoff = Backoff::new();
-    loop {
-        if v < n {
-            return false;
-        }
-        // Acquire: taking units orders what their releasers wrote before us.
-        match count.compare_exchange_weak(v, v - n, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return true,
-            Err(now) => {
-                v = now;
-                backoff.spin();
-            }
-        }
-    }
+    n == 0 || take_units(count, |v| if v >= n { n } else { 0 }) == n
 }
 
 /// Takes as many units of `count` as there are, up to `n`, and returns how many it
@@ -660,23 +653,7 @@ pub fn can_acquire_many(count: &AtomicU32, n: u32) -> bool {
 /// ```
 #[inline]
 pub fn acquire_up_to(count: &AtomicU32, n: u32) -> u32 {
-    // Relaxed: the CAS is the Acquire.
-    let mut v = count.load(Ordering::Relaxed);
-    let mut backoff = Backoff::new();
-    loop {
-        let take = v.min(n);
-        if take == 0 {
-            return 0;
-        }
-        // Acquire: taking units orders what their releasers wrote before us.
-        match count.compare_exchange_weak(v, v - take, Ordering::Acquire, Ordering::Relaxed) {
-            Ok(_) => return take,
-            Err(now) => {
-                v = now;
-                backoff.spin();
-            }
-        }
-    }
+    take_units(count, |v| v.min(n))
 }
 
 /// The process-wide table.
