@@ -151,6 +151,8 @@ impl<T: 'static> LocalKey<T> {
     }
 
     fn index(&self) -> usize {
+        // Relaxed: the RMW alone makes each key's index unique; nothing is published
+        // with it (the OnceLock publishes the index itself).
         *self
             .key
             .get_or_init(|| NEXT_KEY.fetch_add(1, Ordering::Relaxed))

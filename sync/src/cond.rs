@@ -247,6 +247,8 @@ impl Cond {
                     cancelled.swap_remove(i);
                     next = next.wrapping_add(1);
                 }
+                // Release: as the notifiers' stores of `notify` (the fast paths read it
+                // without the lock; a stale value only takes the lock).
                 l.notify.store(next, Ordering::Release);
             } else {
                 cancelled.push(ticket);

@@ -539,6 +539,7 @@ impl<P: ParkApi> SemaTable<P> {
                 }
             }
         }
+        // The missed-wakeup rule's fence, under loom only, as in `release`.
         #[cfg(loom)]
         fence(Ordering::SeqCst);
         let root = self.root(count);
