@@ -12,7 +12,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use common::with_timeout;
+use common::{wait_until, with_timeout};
 use goro::chan::{
     after, at, channel, never, unbounded, Receiver, RecvError, RecvTimeoutError, SendError,
     SendTimeoutError, Sender, TryRecvError,
@@ -93,22 +93,6 @@ static ALLOCATOR: Counting = Counting;
 fn on_thread_and_coroutine(check: fn()) {
     check();
     goro::go!(check).join().unwrap();
-}
-
-/// Waits (bounded: 10 s) until `cond` holds, sleeping 1 ms between looks.
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "waited 10 s for: {what}"
-        );
-        goro::time::sleep(Duration::from_millis(1));
-    }
-    panic!("looked 10 000 times for: {what}");
 }
 
 /// An instant well in the past (or now, on a machine that booted a second ago).

@@ -3,9 +3,9 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::with_timeout;
+use common::{wait_until, with_timeout};
 use goro::debug::{CoroutineInfo, CoroutineState};
 use goro::park::WaitReason;
 
@@ -14,21 +14,6 @@ const T: Duration = Duration::from_secs(60);
 #[test]
 fn under_maxprocs_1_and_2() {
     common::rerun_under_maxprocs("under_maxprocs_1_and_2", &["exact_counts_alone"]);
-}
-
-/// Polls `cond` every millisecond, at most 20 000 times or 20 s; panics naming `what`.
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    for _ in 0..20_000 {
-        if cond() {
-            return;
-        }
-        if start.elapsed() > Duration::from_secs(20) {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    panic!("timed out waiting for: {what}");
 }
 
 /// The entries of `ids`, in a fresh list.

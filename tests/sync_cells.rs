@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::with_timeout;
+use common::{wait_until, with_timeout};
 use goro::sync::{Barrier, Cond, LazyLock, Mutex, Notify, OnceLock};
 
 const T: Duration = Duration::from_secs(120);
@@ -184,13 +184,15 @@ fn notify_one_stores_one_permit_and_wakes_in_order() {
                     woken.lock().push(i);
                 });
                 // Each waiter queued before the next one starts.
-                wait_until(|| format!("{n:?}").contains(&format!("waiters: {}", i + 1)));
+                wait_until("the test condition", || {
+                    format!("{n:?}").contains(&format!("waiters: {}", i + 1))
+                });
                 h
             })
             .collect();
         for i in 0..5 {
             n.notify_one();
-            wait_until(|| woken.lock().len() == i + 1);
+            wait_until("the test condition", || woken.lock().len() == i + 1);
         }
         waiters.into_iter().for_each(|h| h.join().unwrap());
         assert_eq!(
@@ -225,7 +227,9 @@ fn notify_waiters_wakes_all_present_and_stores_nothing() {
             let n = n.clone();
             std::thread::spawn(move || n.notified())
         };
-        wait_until(|| format!("{n:?}").contains("waiters: 21"));
+        wait_until("the test condition", || {
+            format!("{n:?}").contains("waiters: 21")
+        });
         n.notify_waiters();
         hs.into_iter().for_each(|h| h.join().unwrap());
         thread_waiter.join().unwrap();
@@ -278,7 +282,7 @@ fn cond_wait_while_and_wait_timeout() {
             let (g, r) = p.1.wait_timeout(g, Duration::from_secs(30));
             (*g, r.timed_out())
         });
-        wait_until(|| *pair.0.lock() == 1);
+        wait_until("the test condition", || *pair.0.lock() == 1);
         *pair.0.lock() = 99;
         pair.1.notify_one();
         assert_eq!(h.join().unwrap(), (99, false));
@@ -320,10 +324,12 @@ fn cond_notify_one_skips_timed_out_waits() {
         for h in timed {
             assert!(h.join().unwrap().timed_out());
         }
-        wait_until(|| *pair.0.lock() == 10); // every untimed waiter has its ticket
+        wait_until("the test condition", || *pair.0.lock() == 10); // every untimed waiter has its ticket
         for i in 0..10 {
             pair.1.notify_one();
-            wait_until(|| woken.load(Ordering::SeqCst) == i + 1);
+            wait_until("the test condition", || {
+                woken.load(Ordering::SeqCst) == i + 1
+            });
         }
         untimed.into_iter().for_each(|h| h.join().unwrap());
     });
@@ -364,16 +370,4 @@ fn cond_timeouts_racing_notifies_lose_nothing() {
         assert!(r.timed_out(), "a notification outlived its waiters");
         assert!(notified.load(Ordering::SeqCst) <= WAITERS);
     });
-}
-
-/// Polls `f` until it holds, within 30 s.
-fn wait_until(mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "condition never held"
-        );
-        goro::time::sleep(Duration::from_millis(1));
-    }
 }

@@ -14,7 +14,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use goro::park::{self, Unparker, WaitReason};
 
@@ -281,4 +281,21 @@ pub fn thread_names() -> String {
         .map(|(n, c)| format!("{n} x{c}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Polls `cond` every millisecond until it holds, at most 20 000 times or 30 s; panics
+/// naming `what`. Sleeps with `goro::time::sleep`, so it parks a coroutine and blocks
+/// a plain thread: callable from either.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    for _ in 0..20_000 {
+        if cond() {
+            return;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        goro::time::sleep(Duration::from_millis(1));
+    }
+    panic!("timed out waiting for: {what}");
 }
