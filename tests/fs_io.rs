@@ -17,6 +17,153 @@ fn scratch(tag: &str) -> PathBuf {
 }
 
 #[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
+/// The directory and link calls std users reach for, checked against std's own
+/// answers on the same tree. Run from a coroutine and from a plain thread.
+fn directories_and_links(d: &std::path::Path) {
+    use goro::fs;
+    fs::create_dir(d).unwrap();
+    assert_eq!(
+        fs::create_dir(d).unwrap_err().kind(),
+        std::io::ErrorKind::AlreadyExists
+    );
+    // create_dir does not make parents; create_dir_all does.
+    assert_eq!(
+        fs::create_dir(d.join("x/y")).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
+    fs::create_dir_all(d.join("x/y")).unwrap();
+    fs::write(d.join("x/f.txt"), "data").unwrap();
+    fs::symlink("f.txt", d.join("x/link")).unwrap();
+    fs::hard_link(d.join("x/f.txt"), d.join("x/hard")).unwrap();
+
+    assert_eq!(fs::read_link(d.join("x/link")).unwrap(), PathBuf::from("f.txt"));
+    assert!(fs::symlink_metadata(d.join("x/link")).unwrap().file_type().is_symlink());
+    assert!(fs::metadata(d.join("x/link")).unwrap().is_file());
+    assert_eq!(
+        fs::canonicalize(d.join("x/y/../link")).unwrap(),
+        std::fs::canonicalize(d.join("x/f.txt")).unwrap()
+    );
+    assert!(fs::exists(d.join("x/hard")).unwrap());
+    assert!(!fs::exists(d.join("nope")).unwrap());
+
+    // Entries carry their names and types (a symlink is a symlink, not its target).
+    let mut seen: Vec<(String, &str)> = fs::read_dir(d.join("x"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            assert_eq!(e.path(), d.join("x").join(e.file_name()));
+            let t = e.file_type().unwrap();
+            let kind = if t.is_dir() {
+                "dir"
+            } else if t.is_symlink() {
+                "symlink"
+            } else {
+                "file"
+            };
+            assert_eq!(e.metadata().unwrap().is_dir(), t.is_dir());
+            (e.file_name().into_string().unwrap(), kind)
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("f.txt".to_string(), "file"),
+            ("hard".to_string(), "file"),
+            ("link".to_string(), "symlink"),
+            ("y".to_string(), "dir")
+        ]
+    );
+    assert_eq!(
+        fs::read_dir(d.join("nope")).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
+
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(d.join("x/f.txt"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    assert_eq!(
+        fs::metadata(d.join("x/f.txt")).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+
+    // remove_dir takes only empty directories.
+    assert_eq!(
+        fs::remove_dir(d.join("x")).unwrap_err().kind(),
+        std::io::ErrorKind::DirectoryNotEmpty
+    );
+    fs::remove_dir(d.join("x/y")).unwrap();
+    fs::remove_dir_all(d).unwrap();
+    assert!(!fs::exists(d).unwrap());
+}
+
+#[test]
+fn directories_and_links_from_a_coroutine_and_a_thread() {
+    with_timeout(T, || {
+        let dir = scratch("dirs-co");
+        goro::go!(move || directories_and_links(&dir)).join().unwrap();
+        directories_and_links(&scratch("dirs-thread"));
+    });
+}
+
+/// `&File` reads, writes and seeks like std's: two handles of one open file share
+/// the kernel's offset, and a reader and a writer coroutine can hold `&File` at once.
+#[test]
+fn shared_file_handles_share_one_offset() {
+    with_timeout(T, || {
+        let dir = scratch("shared");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f");
+        goro::go!(move || {
+            let f = goro::fs::File::open_with(
+                &path,
+                goro::fs::File::options().read(true).write(true).create(true),
+            )
+            .unwrap();
+            let f = std::sync::Arc::new(f);
+            let hs: Vec<_> = (0..8u8)
+                .map(|i| {
+                    let f = f.clone();
+                    goro::go!(move || (&*f).write_all(&[0x80 | i; 100]).unwrap())
+                })
+                .collect();
+            for h in hs {
+                h.join().unwrap();
+            }
+            let mut r = &*f;
+            assert_eq!(r.seek(SeekFrom::Current(0)).unwrap(), 800);
+            let clone = f.try_clone().unwrap();
+            (&clone).seek(SeekFrom::Start(0)).unwrap();
+            // The clone moved the offset for both.
+            let mut all = String::new();
+            assert_eq!(
+                r.read_to_string(&mut all).unwrap_err().kind(),
+                std::io::ErrorKind::InvalidData,
+                "the bytes are not UTF-8 text: read_to_string refuses them as std's does"
+            );
+            (&clone).seek(SeekFrom::Start(0)).unwrap();
+            let mut bytes = Vec::new();
+            r.read_to_end(&mut bytes).unwrap();
+            assert_eq!(bytes.len(), 800);
+            // Each writer's 100 bytes landed whole (O_APPEND is not set, but each
+            // write_all of 100 bytes is one write at the shared offset).
+            for chunk in bytes.chunks(100) {
+                assert!(chunk.iter().all(|&b| b == chunk[0]), "torn write: {chunk:?}");
+            }
+            let fd: std::os::fd::OwnedFd = clone.into();
+            let again = goro::fs::File::from(fd);
+            assert_eq!(again.metadata().unwrap().len(), 800);
+        })
+        .join()
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    });
+}
+
+#[test]
 fn whole_file_helpers_round_trip() {
     with_timeout(T, || {
         let dir = scratch("whole");
@@ -32,8 +179,7 @@ fn whole_file_helpers_round_trip() {
             assert_eq!(goro::fs::metadata(&a).unwrap().len(), 10);
             let mut names: Vec<_> = goro::fs::read_dir(&d)
                 .unwrap()
-                .into_iter()
-                .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
                 .collect();
             names.sort();
             assert_eq!(names, ["c.txt", "sub"]);
