@@ -15,12 +15,24 @@
 //! - `notify` writes an eventfd registered edge-triggered under [`WAKE_KEY`], once
 //!   until the poller acknowledges it ([`Epoll::ack_wake`]).
 
+//!
+//! The calls go through `nix` (safe wrappers that add no system call); the eventfd's
+//! reads and writes go through `crate::sys`, whose raw system calls the `hooks`
+//! feature never intercepts.
+
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-pub(crate) use libc::epoll_event as RawEvent;
+use nix::sys::epoll::{self as ep, EpollCreateFlags, EpollFlags, EpollTimeout};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+
+/// One event as the kernel reports it: [`events`](ep::EpollEvent::events) and the
+/// registration's key as [`data`](ep::EpollEvent::data).
+pub(crate) use nix::sys::epoll::EpollEvent as RawEvent;
 
 /// The key of the notifier's events.
 pub(crate) const WAKE_KEY: u64 = u64::MAX;
@@ -35,119 +47,111 @@ pub(crate) const ERR: u32 = libc::EPOLLERR as u32;
 pub(crate) const HUP: u32 = libc::EPOLLHUP as u32;
 pub(crate) const RDHUP: u32 = libc::EPOLLRDHUP as u32;
 
+/// The events one poll can report: a fixed set of slots, of which a wait fills the
+/// first [`len`](Events::len). The slots stay initialised between waits, so a wait
+/// writes nothing but what the kernel writes.
+pub(crate) struct Events {
+    slots: Box<[RawEvent]>,
+    len: usize,
+}
+
+impl Events {
+    /// Room for `cap` events a poll (at least one).
+    pub(crate) fn with_capacity(cap: usize) -> Events {
+        Events {
+            slots: vec![RawEvent::empty(); cap.max(1)].into_boxed_slice(),
+            len: 0,
+        }
+    }
+
+    /// The events of the last wait.
+    pub(crate) fn as_slice(&self) -> &[RawEvent] {
+        &self.slots[..self.len]
+    }
+}
+
 pub(crate) struct Epoll {
-    epfd: OwnedFd,
-    wake: OwnedFd,
-    timer: OwnedFd,
+    epoll: ep::Epoll,
+    wake: EventFd,
+    timer: TimerFd,
     /// A notification was written and not yet acknowledged. Set by `notify` (anyone);
     /// cleared by the poller's `ack_wake`, after it has read the eventfd.
     wake_pending: AtomicBool,
 }
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
+/// `fd`, borrowed for one `epoll_ctl`.
+///
+/// # Safety
+///
+/// `fd` must be open for the duration of the call.
+unsafe fn borrow(fd: RawFd) -> BorrowedFd<'static> {
+    // SAFETY: the caller keeps `fd` open across the one call it is borrowed for; the
+    // `'static` never escapes that call.
+    unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
 impl Epoll {
     pub(crate) fn new() -> io::Result<Epoll> {
-        // SAFETY: plain system calls; each returned descriptor is new and owned here.
-        let (epfd, wake, timer) = unsafe {
-            let epfd = OwnedFd::from_raw_fd(cvt(libc::epoll_create1(libc::EPOLL_CLOEXEC))?);
-            let wake = OwnedFd::from_raw_fd(cvt(libc::eventfd(
-                0,
-                libc::EFD_CLOEXEC | libc::EFD_NONBLOCK,
-            ))?);
-            let timer = OwnedFd::from_raw_fd(cvt(libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_CLOEXEC | libc::TFD_NONBLOCK,
-            ))?);
-            (epfd, wake, timer)
-        };
         let ep = Epoll {
-            epfd,
-            wake,
-            timer,
+            epoll: ep::Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?,
+            wake: EventFd::from_value_and_flags(0, EfdFlags::EFD_CLOEXEC | EfdFlags::EFD_NONBLOCK)?,
+            timer: TimerFd::new(
+                ClockId::CLOCK_MONOTONIC,
+                TimerFlags::TFD_CLOEXEC | TimerFlags::TFD_NONBLOCK,
+            )?,
             wake_pending: AtomicBool::new(false),
         };
-        let edge_in = IN | libc::EPOLLET as u32;
-        ep.ctl(libc::EPOLL_CTL_ADD, ep.wake.as_raw_fd(), edge_in, WAKE_KEY)?;
-        ep.ctl(
-            libc::EPOLL_CTL_ADD,
-            ep.timer.as_raw_fd(),
-            edge_in,
-            TIMER_KEY,
-        )?;
+        let edge_in = EpollFlags::EPOLLIN | EpollFlags::EPOLLET;
+        ep.epoll.add(&ep.wake, RawEvent::new(edge_in, WAKE_KEY))?;
+        ep.epoll.add(&ep.timer, RawEvent::new(edge_in, TIMER_KEY))?;
         Ok(ep)
-    }
-
-    fn ctl(&self, op: libc::c_int, fd: RawFd, events: u32, key: u64) -> io::Result<()> {
-        let mut ev = RawEvent { events, u64: key };
-        // SAFETY: `ev` is a valid event for the call's duration; a bad `fd` is an error.
-        cvt(unsafe { libc::epoll_ctl(self.epfd.as_raw_fd(), op, fd, &mut ev) }).map(drop)
     }
 
     /// Registers `fd` edge-triggered for reading, writing, the peer's shutdown and
     /// urgent data under `key` (Go registers the same set but urgent data, which the
-    /// sockets need: see `PollDesc::clear`).
+    /// sockets need: see `PollDesc::clear`). `fd` must stay open until [`delete`](Self::delete).
     pub(crate) fn add(&self, fd: RawFd, key: u64) -> io::Result<()> {
-        let events = IN | PRI | OUT | RDHUP | libc::EPOLLET as u32;
-        self.ctl(libc::EPOLL_CTL_ADD, fd, events, key)
+        let events = EpollFlags::EPOLLIN
+            | EpollFlags::EPOLLPRI
+            | EpollFlags::EPOLLOUT
+            | EpollFlags::EPOLLRDHUP
+            | EpollFlags::EPOLLET;
+        // SAFETY: the caller's `fd` is open during the call (a bad one is EBADF).
+        Ok(self
+            .epoll
+            .add(unsafe { borrow(fd) }, RawEvent::new(events, key))?)
     }
 
+    /// Removes `fd`, still open, from the set.
     pub(crate) fn delete(&self, fd: RawFd) -> io::Result<()> {
-        self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
+        // SAFETY: as in `add`: the caller closes `fd` only after this call.
+        Ok(self.epoll.delete(unsafe { borrow(fd) })?)
     }
 
-    /// Waits for events into `buf` (its length is set to their count; its capacity
-    /// is the most taken at once): `None` without timeout, `Some(ZERO)` not at all.
+    /// Waits for events into `buf`: `None` without timeout, `Some(ZERO)` not at all.
     /// An interrupted wait returns no events. A timeout shows as a [`TIMER_KEY`] event
     /// (or none); so may, rarely, the expiry of an earlier wait's timeout.
-    pub(crate) fn wait(
-        &self,
-        buf: &mut Vec<RawEvent>,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
+    pub(crate) fn wait(&self, buf: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
         let ms = match timeout {
-            Some(t) if t.is_zero() => 0,
-            None => -1,
+            Some(t) if t.is_zero() => EpollTimeout::ZERO,
+            None => EpollTimeout::NONE,
             Some(t) => {
                 // Re-arming resets the count of expiries, so an old expiry still queued
                 // is not reported (epoll polls the timerfd again before reporting it).
-                let spec = libc::itimerspec {
-                    it_interval: libc::timespec {
-                        tv_sec: 0,
-                        tv_nsec: 0,
-                    },
-                    it_value: libc::timespec {
-                        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
-                        tv_nsec: t.subsec_nanos() as libc::c_long,
-                    },
-                };
-                // SAFETY: `spec` is a valid itimerspec; the old value is not asked for.
-                cvt(unsafe {
-                    libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut())
-                })?;
-                -1
+                // `t` is not zero, which would disarm the timer instead.
+                let at = Expiration::OneShot(TimeSpec::from_duration(t));
+                self.timer.set(at, TimerSetTimeFlags::empty())?;
+                EpollTimeout::NONE
             }
         };
-        buf.clear();
-        let cap = buf.capacity().clamp(1, i32::MAX as usize) as libc::c_int;
-        buf.reserve(cap as usize);
-        // SAFETY: `buf` has room for `cap` events (reserved above, from its start since it
-        // is empty); the kernel writes at most `cap` of them.
-        let n = unsafe { libc::epoll_wait(self.epfd.as_raw_fd(), buf.as_mut_ptr(), cap, ms) };
-        match cvt(n) {
+        buf.len = 0;
+        match self.epoll.wait(&mut buf.slots, ms) {
             Ok(n) => {
-                // SAFETY: the kernel initialised the first `n` (<= `cap`) events.
-                unsafe { buf.set_len(n as usize) };
+                buf.len = n;
                 Ok(())
             }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(()),
-            Err(e) => Err(e),
+            Err(nix::errno::Errno::EINTR) => Ok(()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -200,11 +204,11 @@ mod tests {
                 }
             })
         };
-        let mut buf = Vec::with_capacity(8);
+        let mut buf = Events::with_capacity(8);
         let mut stuck = 0;
         for _ in 0..200_000 {
             ep.wait(&mut buf, Some(Duration::from_millis(200))).unwrap();
-            if buf.iter().any(|ev| ev.u64 == WAKE_KEY) {
+            if buf.as_slice().iter().any(|ev| ev.data() == WAKE_KEY) {
                 ep.ack_wake();
             } else {
                 stuck += 1;

@@ -49,7 +49,7 @@ use std::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::epoll::{Epoll, RawEvent, TIMER_KEY, WAKE_KEY};
+use crate::epoll::{Epoll, Events, RawEvent, TIMER_KEY, WAKE_KEY};
 use crate::lockrank::{Mutex, Rank};
 use crate::loom;
 use crate::timers::{nanotime, until};
@@ -65,7 +65,7 @@ pub(crate) struct Netpoll<W> {
     busy: AtomicBool,
     /// The blocking M's deadline and the count of fd waiters (the two Dekker pairs).
     watch: Watch,
-    events: Mutex<Vec<RawEvent>>,
+    events: Mutex<Events>,
     /// Moving average of how late the kernel woke the poller after a timeout, in ns.
     /// Written only by the M in the poller (turns ordered by `busy`); read by anyone.
     late_avg: AtomicI64,
@@ -108,7 +108,7 @@ impl<W> Netpoll<W> {
             poller: Epoll::new()?,
             busy: AtomicBool::new(false),
             watch: Watch::new(),
-            events: Mutex::new(Rank::PollEvents, Vec::with_capacity(EVENTS_CAP)),
+            events: Mutex::new(Rank::PollEvents, Events::with_capacity(EVENTS_CAP)),
             late_avg: AtomicI64::new(MIN_EARLY_NS),
             table: Mutex::new(
                 Rank::PollTable,
@@ -203,7 +203,8 @@ impl<W> Netpoll<W> {
     /// poller.
     fn dispatch(&self, events: &[RawEvent], quick: bool, woken: &mut Vec<W>) {
         for ev in events {
-            let (bits, key) = (ev.events, ev.u64);
+            // `as`: the bits of the kernel's u32, which nix keeps as a c_int.
+            let (bits, key) = (ev.events().bits() as u32, ev.data());
             if key == WAKE_KEY {
                 self.poller.ack_wake();
                 // A quick poll that ran just before an M blocked can take the
@@ -242,7 +243,7 @@ impl<W> Netpoll<W> {
             return;
         };
         if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
-            self.dispatch(&events, true, woken);
+            self.dispatch(events.as_slice(), true, woken);
         }
         // Relaxed: a timestamp for sysmon's backstop heuristic; a stale one costs at most
         // one extra non-blocking poll.
@@ -300,8 +301,8 @@ impl<W> Netpoll<W> {
             let mut events = self.events.lock();
             // An error here only means we wake early; the caller re-checks.
             let _ = self.poller.wait(&mut events, timeout);
-            self.dispatch(&events, false, woken);
-            events.iter().any(|ev| ev.u64 < TIMER_KEY)
+            self.dispatch(events.as_slice(), false, woken);
+            events.as_slice().iter().any(|ev| ev.data() < TIMER_KEY)
         };
         let now = nanotime();
         // Relaxed: see the field.

@@ -91,6 +91,7 @@ use std::ptr;
 use std::sync::OnceLock;
 use std::time::Instant;
 
+use crossbeam_utils::CachePadded;
 use goro_runtime::park::WaitReason;
 
 use crate::backoff::Backoff;
@@ -186,7 +187,6 @@ struct AddrQueue<P: ParkApi> {
     tail: *mut Waiter<P>,
 }
 
-#[repr(align(128))] // two cache lines: adjacent-line prefetch must not pair roots up
 struct Root<P: ParkApi> {
     lock: SpinLock,
     /// Waiters on this root, all addresses. Changed under `lock`; read without it by
@@ -309,7 +309,9 @@ impl<P: ParkApi> Root<P> {
 
 /// The table of roots.
 pub struct SemaTable<P: ParkApi = GoroPark> {
-    roots: Box<[Root<P>]>,
+    /// Each root on its own cache lines (two on x86_64: adjacent-line prefetch must
+    /// not pair roots up).
+    roots: Box<[CachePadded<Root<P>>]>,
     _park: PhantomData<P>,
 }
 
@@ -329,7 +331,9 @@ impl<P: ParkApi> SemaTable<P> {
     /// An empty table.
     pub fn new() -> Self {
         SemaTable {
-            roots: (0..SEMTAB_SIZE).map(|_| Root::new()).collect(),
+            roots: (0..SEMTAB_SIZE)
+                .map(|_| CachePadded::new(Root::new()))
+                .collect(),
             _park: PhantomData,
         }
     }
@@ -728,7 +732,7 @@ mod tests {
     }
 
     fn root_of(table: &SemaTable<GoroPark>, addr: usize) -> &Root<GoroPark> {
-        &table.roots[(addr >> 3) % SEMTAB_SIZE]
+        &table.roots[(addr >> 3) % SEMTAB_SIZE] // through CachePadded's Deref
     }
 
     /// The ids (tickets) queued on `addr`, walked from the head by `next` and checked

@@ -10,6 +10,8 @@ use std::cell::UnsafeCell;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crossbeam_utils::CachePadded;
+
 use super::g::G;
 
 const SHARDS: usize = 16;
@@ -26,7 +28,6 @@ unsafe impl Send for GPtr {}
 /// locked `xchg` (it must learn whether to wake a sleeper), and a spawn+join takes a
 /// shard's lock twice, so a plain store to unlock saves two locked instructions per
 /// coroutine. Critical sections are a push or a swap-remove (and the dump's walk).
-#[repr(align(64))]
 struct Shard {
     /// The lock word: taken (Acquire CAS) and released (Release store) by `add`,
     /// `remove` and `for_each`.
@@ -89,16 +90,20 @@ impl Drop for ShardGuard<'_> {
 }
 
 pub(crate) struct AllGs {
-    shards: Vec<Shard>,
+    /// Each shard on its own cache lines (two on x86_64, where the adjacent-line
+    /// prefetcher pairs lines up), so spawns on different shards do not share one.
+    shards: Vec<CachePadded<Shard>>,
 }
 
 impl AllGs {
     pub(crate) fn new() -> AllGs {
         AllGs {
             shards: (0..SHARDS)
-                .map(|_| Shard {
-                    locked: AtomicBool::new(false),
-                    gs: UnsafeCell::new(Vec::new()),
+                .map(|_| {
+                    CachePadded::new(Shard {
+                        locked: AtomicBool::new(false),
+                        gs: UnsafeCell::new(Vec::new()),
+                    })
                 })
                 .collect(),
         }

@@ -108,14 +108,9 @@ impl MShared {
 
     /// CPU time this M's thread has used, in nanoseconds (None if it has ended).
     pub(crate) fn cpu_ns(&self) -> Option<i64> {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime with a clock id from pthread_getcpuclockid and a valid
-        // out-pointer; a thread that has exited gives EINVAL, not undefined behaviour.
-        let r = unsafe { libc::clock_gettime(self.cpu_clock, &mut ts) };
-        (r == 0).then(|| ts.tv_sec * 1_000_000_000 + ts.tv_nsec)
+        // A thread that has exited gives EINVAL (`None`); an unknown clock (-1) too.
+        let ts = nix::time::clock_gettime(nix::time::ClockId::from_raw(self.cpu_clock)).ok()?;
+        Some(ts.tv_sec() * 1_000_000_000 + ts.tv_nsec())
     }
 }
 
@@ -549,8 +544,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 cpu_clock,
                 lost_p_at: AtomicI64::new(0),
                 lost_p_why: AtomicU8::new(0),
-                // SAFETY: gettid has no preconditions.
-                tid: unsafe { libc::gettid() },
+                tid: nix::unistd::gettid().as_raw(),
             });
             let shared_for_list = shared.clone();
             let m: *mut M = Box::into_raw(Box::new(M {

@@ -36,7 +36,12 @@
 //! `GORO_DEADLOCK=ignore` (see docs/caveats.md).
 
 use std::io::Write;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use nix::fcntl::OFlag;
+use nix::poll::{PollFd, PollFlags};
+use nix::sys::time::TimeSpec;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
@@ -90,9 +95,12 @@ pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
 /// delays a yield by one sysmon round.
 pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
 
-/// The wake pipe: [read end, write end], -1 before sysmon starts. Written once by
-/// `start`; read by `poke` (any M, the SIGQUIT handler) and by sysmon's `sleep`.
-static PIPE: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+/// The wake pipe's write end, -1 before sysmon starts (a raw fd in an atomic, so the
+/// SIGQUIT handler can read it). Written once by `start`; read by `poke` (any M, the
+/// SIGQUIT handler). Never closed.
+static PIPE_W: AtomicI32 = AtomicI32::new(-1);
+/// The wake pipe's read end: sysmon's `sleep` waits on it. Set once by `start`.
+static PIPE_R: OnceLock<OwnedFd> = OnceLock::new();
 /// Plain threads known to the runtime (they have waited on it), and those waiting now.
 /// Changed by those threads (`park.rs`: Release RMWs); read by `nothing_pending` (Acquire),
 /// so a check that counts a thread as waiting sees what it did before (the coroutines
@@ -105,18 +113,16 @@ pub(crate) static WAITING_THREADS: AtomicUsize = AtomicUsize::new(0);
 pub(crate) fn start() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 with a valid two-element array.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } != 0 {
-            eprintln!(
-                "goro: sysmon: cannot create its wake pipe: {}",
-                std::io::Error::last_os_error()
-            );
-            return;
-        }
+        let (r, w) = match nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
+            Ok(fds) => fds,
+            Err(e) => {
+                eprintln!("goro: sysmon: cannot create its wake pipe: {e}");
+                return;
+            }
+        };
+        let _ = PIPE_R.set(r);
         // Release, paired with `poke`'s Acquire: a poker that sees the fd sees it open.
-        PIPE[0].store(fds[0], Ordering::Release);
-        PIPE[1].store(fds[1], Ordering::Release);
+        PIPE_W.store(w.into_raw_fd(), Ordering::Release);
         install_sigquit();
         let spawned = std::thread::Builder::new()
             .name("goro-sysmon".into())
@@ -186,7 +192,7 @@ pub(crate) fn wake_if_asleep() {
 
 fn poke(byte: u8) {
     // Acquire: pairs with the Release stores in `start`.
-    let fd = PIPE[1].load(Ordering::Acquire);
+    let fd = PIPE_W.load(Ordering::Acquire);
     if fd >= 0 {
         // write(2) through `syscall`: async-signal-safe, and never a hook. A full
         // pipe (EAGAIN) already wakes sysmon.
@@ -239,9 +245,9 @@ struct Seen {
 }
 
 fn run() {
-    // Sleeps of tens of microseconds want no timer slack (50 µs by default).
-    // SAFETY: prctl on the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1, 0, 0, 0) };
+    // Sleeps of tens of microseconds want no timer slack (50 µs by default). It cannot
+    // fail for a value of 1 ns; were it to, sysmon would only sleep a little longer.
+    let _ = nix::sys::prctl::set_timerslack(1);
     let rt = rt();
     let trace_ms = rt.schedtrace_ms;
     let deadlock_check = rt.deadlock_check;
@@ -440,27 +446,15 @@ fn poll_into_global(rt: &Runtime) -> usize {
 /// Sleeps `ns` (None: until poked) on the wake pipe; handles what the pipe says.
 /// Returns whether it was poked.
 fn sleep(ns: Option<i64>) -> bool {
-    // Acquire: pairs with the Release in `start` (which spawned us after it anyway).
-    let rfd: RawFd = PIPE[0].load(Ordering::Acquire);
-    let ts = ns.map(|n| libc::timespec {
-        tv_sec: (n / 1_000_000_000) as libc::time_t,
-        tv_nsec: (n % 1_000_000_000) as libc::c_long,
-    });
-    let mut pfd = libc::pollfd {
-        fd: rfd,
-        events: libc::POLLIN,
-        revents: 0,
+    // `start` set the read end before it spawned sysmon.
+    let Some(r) = PIPE_R.get() else {
+        return false;
     };
-    // SAFETY: ppoll on one valid pollfd, with an optional timeout on our stack.
-    let n = unsafe {
-        libc::ppoll(
-            &mut pfd,
-            1,
-            ts.as_ref()
-                .map_or(std::ptr::null(), |t| t as *const libc::timespec),
-            std::ptr::null(),
-        )
-    };
+    let rfd: RawFd = r.as_raw_fd();
+    // ppoll, not poll: a timeout in nanoseconds.
+    let ts = ns.map(|n| TimeSpec::from_duration(Duration::from_nanos(n.max(0) as u64)));
+    let mut pfd = [PollFd::new(r.as_fd(), PollFlags::POLLIN)];
+    let n = nix::poll::ppoll(&mut pfd, ts, None).unwrap_or(0);
     if n > 0 {
         let mut buf = [0u8; 64];
         // From our non-blocking pipe.

@@ -18,6 +18,12 @@
 //!
 //! This module owns all raw stack memory; `pool` recycles stacks and `overflow` turns a
 //! hit in a guard page into a message naming the coroutine.
+//!
+//! The calls are libc's, not `nix`'s (which the rest of the runtime uses where it
+//! can): nix has no `MADV_GUARD_INSTALL`, `process_madvise` or `mincore`, and its
+//! `mmap`, `mprotect` and `munmap` are `unsafe` as these are, so it would remove no
+//! `unsafe` block here. The overflow handler's `sigaltstack` and `sigaction` stay raw
+//! for the same reason (nix's are `unsafe` too, and its `sigaltstack` is missing).
 
 pub(crate) mod overflow;
 pub(crate) mod pool;
