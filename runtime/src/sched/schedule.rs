@@ -81,12 +81,12 @@ fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
     }
     timers::check_timers(&p);
     let tick = p.local().tick.get();
-    if tick.is_multiple_of(GLOBAL_CHECK_TICKS) {
+    if tick % GLOBAL_CHECK_TICKS == 0 {
         // Now and then run other Ps' due timers too: a P stuck in a long coroutine
         // holds its timers until an idle P steals them, and there may be none.
         timers::steal_timers(&p);
     }
-    if tick.is_multiple_of(GLOBAL_CHECK_TICKS) && !rt.injector.is_empty() {
+    if tick % GLOBAL_CHECK_TICKS == 0 && !rt.injector.is_empty() {
         // Fairness: now and then the global queue goes before the local one.
         loop {
             match rt.injector.steal() {

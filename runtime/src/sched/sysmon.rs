@@ -526,7 +526,7 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
                 }
-                let due = fresh || s.resample_at.is_none_or(|at| now >= at);
+                let due = fresh || s.resample_at.map_or(true, |at| now >= at);
                 if due && retake_running(p, s, t, now, fresh) {
                     acted = true;
                     continue;
