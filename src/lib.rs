@@ -10,7 +10,14 @@
 //! ```
 //!
 //! This crate is the facade: the [`go!`] macro and re-exports. The runtime lives in
-//! `goro-runtime`; see `docs/` for the guide, the architecture and the caveats.
+//! `goro-runtime`. Start with the [guide]; [caveats] lists the rules a goro user must
+//! know (thread-bound values across a blocking call, stack sizes, what blocks a P).
+//!
+//! goro runs on Linux only (x86_64 and aarch64): it needs epoll, eventfd and timerfd,
+//! and uses `membarrier` (4.14+), `pidfd_open` (5.3+) and guard-page installs (6.13+)
+//! where the kernel has them, with a slower fallback where not. Below 6.13 each
+//! stack's guard is a separate mapping, so `vm.max_map_count` (65 530 by default) caps
+//! a process near 32 000 live coroutines; allocation beyond it is a typed error.
 //!
 //! Spawning, shaped like `std::thread`: [`go!`] / [`spawn`] / [`Builder`] and
 //! [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
@@ -58,10 +65,23 @@ mod macros;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-/// The user guide's examples (`docs/guide.md`), compiled and run as doc tests.
-#[doc = include_str!("../docs/guide.md")]
-#[cfg(doctest)]
-pub struct GuideDoctests;
+// docs/guide.md and docs/caveats.md, as pages of these docs. Their links to each other
+// and to the repository's other files are reference-style; the definitions here come
+// first, so they win over the files' own (which serve readers of the repository).
+// Every Rust block of the guide is a doc test of this module.
+
+pub mod guide {
+    #![doc = "[caveats]: crate::caveats\n\
+              [benchmarks]: <https://github.com/goro-rs/goro/blob/main/docs/benchmarks.md>\n\
+              [hooks-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0002-hooks.md>"]
+    #![doc = include_str!("../docs/guide.md")]
+}
+
+pub mod caveats {
+    #![doc = "[hooks-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0002-hooks.md>\n\
+              [migrate-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0001-coroutines-migrate-between-threads.md>"]
+    #![doc = include_str!("../docs/caveats.md")]
+}
 
 pub use goro_runtime::{
     block_on, blocking, current_id, current_name, maxprocs, num_goroutines, panic_message,

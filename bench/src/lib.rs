@@ -468,7 +468,7 @@ impl Lateness {
 /// `sync/mutex_test.go`): the workloads that `benches/sync.rs` (criterion) and
 /// `src/bin/sync_compare.rs` (the table next to Go, `bench/go/`) both time.
 ///
-/// [`run`] is Go's `b.RunParallel`: `maxprocs()` workers (ten times as many for the
+/// [`run`](sync_workloads::run) is Go's `b.RunParallel`: `maxprocs()` workers (ten times as many for the
 /// `*Slack` benchmarks, Go's `b.SetParallelism(10)`) share `iters` iterations, which
 /// they take from a common budget in batches (Go's `testing.PB`). Coroutines for
 /// goro, plain threads for the `std` and `parking_lot` peers. The clock starts when

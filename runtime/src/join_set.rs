@@ -94,10 +94,10 @@ impl<T> SetShared<T> {
 /// ```
 /// use std::time::Duration;
 ///
-/// let mut set = goro_runtime::JoinSet::new();
+/// let mut set = goro::JoinSet::new();
 /// for ms in [60u64, 0, 30] {
 ///     set.spawn(move || {
-///         goro_runtime::time::sleep(Duration::from_millis(ms));
+///         goro::time::sleep(Duration::from_millis(ms));
 ///         ms
 ///     });
 /// }

@@ -26,6 +26,12 @@
 
 #![warn(missing_docs)]
 
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "goro supports Linux only: its scheduler and sockets need epoll, eventfd, timerfd \
+     and Linux's memory calls (membarrier, MADV_GUARD_INSTALL), which this target lacks"
+);
+
 #[cfg(any(feature = "hooks", loom))]
 mod arc_slot;
 mod block_on;
@@ -48,6 +54,10 @@ mod sched;
 mod scope;
 mod spawn;
 mod stack;
+// What goro-sync (another crate, so not `pub(crate)`) needs from the scheduler: spin
+// tuning and the runtime clock. Hidden: an interface between goro's own crates, with
+// no stability promise.
+#[doc(hidden)]
 pub mod sync_support;
 mod sys;
 pub mod time;

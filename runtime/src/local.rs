@@ -32,17 +32,17 @@ use crate::sched;
 /// ```
 /// use std::cell::RefCell;
 ///
-/// goro_runtime::coroutine_local! {
+/// goro::coroutine_local! {
 ///     static COUNT: RefCell<u32> = RefCell::new(0);
 ///     pub static NAME: String = String::from("unnamed");
 /// }
 ///
 /// let hs: Vec<_> = (1..=3u32)
 ///     .map(|n| {
-///         goro_runtime::spawn(move || {
+///         goro::spawn(move || {
 ///             for _ in 0..n {
 ///                 COUNT.with(|c| *c.borrow_mut() += 1);
-///                 goro_runtime::yield_now(); // may resume on another thread
+///                 goro::yield_now(); // may resume on another thread
 ///             }
 ///             COUNT.with(|c| *c.borrow())
 ///         })

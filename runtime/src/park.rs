@@ -29,7 +29,11 @@ use std::time::Instant;
 use crate::loom::Ordering;
 use crate::sched::{self, g::GRef, sysmon, timers as sched_timers};
 use crate::timers::{when_of_instant, TimerInner};
-pub use crate::wait::{WaitCell, WaitReason, Wake};
+pub use crate::wait::WaitReason;
+// The handshake word itself, for goro-sync's waiters (another crate, so not
+// `pub(crate)`). Hidden: an interface between goro's own crates.
+#[doc(hidden)]
+pub use crate::wait::{WaitCell, Wake};
 
 /// A plain OS thread's waiter: its handshake cell and the handle to unpark it.
 pub(crate) struct ThreadWaiter {

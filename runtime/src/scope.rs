@@ -106,7 +106,7 @@ pub struct Scope<'scope, 'env: 'scope> {
 /// ```
 /// let mut v = vec![1, 2, 3, 4];
 /// let total = 10;
-/// goro_runtime::scope(|s| {
+/// goro::scope(|s| {
 ///     let (left, right) = v.split_at_mut(2);
 ///     s.spawn(|| left.iter_mut().for_each(|x| *x += total));
 ///     let h = s.spawn(|| right.iter().sum::<i32>());
@@ -178,8 +178,8 @@ impl Builder {
     ///
     /// ```
     /// let data = [1, 2, 3];
-    /// goro_runtime::scope(|s| {
-    ///     let h = goro_runtime::Builder::new()
+    /// goro::scope(|s| {
+    ///     let h = goro::Builder::new()
     ///         .name("summer")
     ///         .spawn_scoped(s, || data.iter().sum::<i32>())
     ///         .unwrap();

@@ -369,8 +369,8 @@ impl<T> JoinHandle<T> {
     /// ```
     /// use std::time::Duration;
     ///
-    /// let h = goro_runtime::spawn(|| {
-    ///     goro_runtime::time::sleep(Duration::from_millis(50));
+    /// let h = goro::spawn(|| {
+    ///     goro::time::sleep(Duration::from_millis(50));
     ///     7
     /// });
     /// let h = h.join_timeout(Duration::from_millis(1)).unwrap_err(); // not yet
@@ -399,9 +399,9 @@ impl<T> JoinHandle<T> {
     /// The coroutine's name, as given to [`Builder::name`] (None if it has none).
     ///
     /// ```
-    /// let h = goro_runtime::Builder::new().name("parser").spawn(|| ()).unwrap();
+    /// let h = goro::Builder::new().name("parser").spawn(|| ()).unwrap();
     /// assert_eq!(h.name(), Some("parser"));
-    /// assert_eq!(goro_runtime::spawn(|| ()).name(), None);
+    /// assert_eq!(goro::spawn(|| ()).name(), None);
     /// ```
     pub fn name(&self) -> Option<&str> {
         self.inner.name()

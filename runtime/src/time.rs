@@ -159,6 +159,11 @@ impl fmt::Debug for Timer {
 /// function must be short and must not block or park: readying a coroutine
 /// (`Unparker::unpark`), spawning one, or a non-blocking channel send are fine. It runs
 /// with no lock held, on whichever P ran the timer.
+///
+/// Hidden from the docs: goro-sync's channel timers and goro-bench's ticker need it
+/// from other crates, but users have [`Timer`] and the channel timers, whose callbacks
+/// may block.
+#[doc(hidden)]
 pub struct RawTimer {
     inner: Arc<TimerInner>,
 }
@@ -221,6 +226,7 @@ impl RawTimer {
 
 /// A weak handle to a [`RawTimer`] (see [`RawTimer::downgrade`]).
 #[derive(Clone, Debug, Default)]
+#[doc(hidden)]
 pub struct WeakRawTimer {
     inner: std::sync::Weak<TimerInner>,
 }

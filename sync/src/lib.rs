@@ -17,12 +17,17 @@
 //!   timer channels `after`, `at`, `tick`, `never` and `Ticker`.
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
+// The back-off switch and the runtime semaphore are for goro-bench's Sema*/Mutex*
+// ports (another crate, so not `pub(crate)`). Hidden: no stability promise; users have
+// `Semaphore` and the locks.
+#[doc(hidden)]
 pub mod backoff;
 #[cfg(not(loom))]
 pub mod chan;
 mod lock;
 mod loom;
 mod rand;
+#[doc(hidden)]
 pub mod sema;
 
 #[cfg(not(loom))]

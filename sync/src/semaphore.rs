@@ -40,13 +40,13 @@ use crate::sema;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use goro_sync::Semaphore;
+/// use goro::sync::Semaphore;
 ///
 /// let slots = Arc::new(Semaphore::new(2));
 /// let workers: Vec<_> = (0..8)
 ///     .map(|i| {
 ///         let slots = slots.clone();
-///         goro_runtime::spawn(move || {
+///         goro::spawn(move || {
 ///             let _permit = slots.acquire_permit(); // at most two at a time
 ///             i * 2
 ///         })
@@ -105,11 +105,11 @@ impl Semaphore {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Arc::new(Semaphore::new(1));
     /// let sem2 = sem.clone();
-    /// let h = goro_runtime::spawn(move || {
+    /// let h = goro::spawn(move || {
     ///     sem2.acquire_many(3);
     ///     "got 3"
     /// });
@@ -151,7 +151,7 @@ impl Semaphore {
     /// fit in 32 bits is false (no semaphore can have that many).
     ///
     /// ```
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Semaphore::new(3);
     /// assert!(!sem.try_acquire_many(4));
@@ -175,7 +175,7 @@ impl Semaphore {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Semaphore::new(0);
     /// assert!(!sem.acquire_timeout(Duration::from_millis(10)));
@@ -202,7 +202,7 @@ impl Semaphore {
     /// releases it when dropped.
     ///
     /// ```
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Semaphore::new(1);
     /// {
@@ -224,7 +224,7 @@ impl Semaphore {
     /// Gives back `n` permits, waking up to `n` waiters.
     ///
     /// ```should_panic
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Semaphore::new(1);
     /// sem.release(u32::MAX as usize); // panics: the count would overflow
@@ -279,7 +279,7 @@ impl SemaphorePermit<'_> {
     /// [`Semaphore::release`]).
     ///
     /// ```
-    /// use goro_sync::Semaphore;
+    /// use goro::sync::Semaphore;
     ///
     /// let sem = Semaphore::new(2);
     /// sem.acquire_permit().forget();

@@ -430,12 +430,12 @@ pub fn current_id() -> Option<u64> {
 /// copy it returns.
 ///
 /// ```
-/// let h = goro_runtime::Builder::new()
+/// let h = goro::Builder::new()
 ///     .name("worker")
-///     .spawn(goro_runtime::current_name)
+///     .spawn(goro::current_name)
 ///     .unwrap();
 /// assert_eq!(h.join().unwrap().as_deref(), Some("worker"));
-/// assert_eq!(goro_runtime::spawn(goro_runtime::current_name).join().unwrap(), None);
+/// assert_eq!(goro::spawn(goro::current_name).join().unwrap(), None);
 /// ```
 pub fn current_name() -> Option<String> {
     let g = m::running_g_ptr();

@@ -35,7 +35,7 @@
 //!
 //! # Timer channels
 //!
-//! A timer channel carries a [`TimerHook`] that every receive (plain, non-blocking or
+//! A timer channel carries a `TimerHook` that every receive (plain, non-blocking or
 //! in a `select!`) runs before it looks at the channel: if the timer is due, its value
 //! is delivered right there instead of waiting for the runtime timer to fire (Go
 //! 1.23's synchronous timer channels). So `after(Duration::ZERO)` is ready at once.
@@ -294,7 +294,7 @@ fn try_recv_locked<T>(st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv
 /// `cap` costs nothing until it is used; a large buffer is freed again once drained.
 ///
 /// ```
-/// use goro_sync::chan::channel;
+/// use goro::chan::channel;
 ///
 /// let (tx, rx) = channel::<u32>(1 << 40); // allocates nothing yet
 /// tx.send(1).unwrap();
@@ -315,7 +315,7 @@ pub fn channel<T>(cap: usize) -> (Sender<T>, Receiver<T>) {
 /// senders should slow down.
 ///
 /// ```
-/// use goro_sync::chan::unbounded;
+/// use goro::chan::unbounded;
 ///
 /// let (tx, rx) = unbounded();
 /// for i in 0..10_000 {
@@ -377,7 +377,7 @@ impl<T> Sender<T> {
     /// [`try_send`](Sender::try_send), with `SendTimeoutError` for the error).
     ///
     /// ```
-    /// use goro_sync::chan::{channel, SendTimeoutError};
+    /// use goro::chan::{channel, SendTimeoutError};
     /// use std::time::{Duration, Instant};
     ///
     /// let (tx, rx) = channel::<u8>(1);
@@ -471,7 +471,7 @@ impl<T> Sender<T> {
     /// no waiting.
     ///
     /// ```
-    /// use goro_sync::chan::{channel, unbounded};
+    /// use goro::chan::{channel, unbounded};
     ///
     /// let (tx, rx) = channel::<u8>(1);
     /// assert!(!tx.is_full());
@@ -497,7 +497,7 @@ impl<T> Sender<T> {
     /// `same_channel`).
     ///
     /// ```
-    /// use goro_sync::chan::channel;
+    /// use goro::chan::channel;
     ///
     /// let (a, _ra) = channel::<u8>(1);
     /// let (b, _rb) = channel::<u8>(1);
@@ -589,12 +589,12 @@ impl<T> Receiver<T> {
     /// [`try_recv`](Receiver::try_recv), with `RecvTimeoutError` for the error).
     ///
     /// ```
-    /// use goro_sync::chan::{channel, RecvTimeoutError};
+    /// use goro::chan::{channel, RecvTimeoutError};
     /// use std::time::{Duration, Instant};
     ///
     /// let (tx, rx) = channel::<u8>(1);
-    /// let h = goro_runtime::spawn(move || {
-    ///     goro_runtime::time::sleep(Duration::from_millis(1));
+    /// let h = goro::spawn(move || {
+    ///     goro::time::sleep(Duration::from_millis(1));
     ///     tx.send(7).unwrap();
     ///     tx // keep the channel open
     /// });
@@ -676,7 +676,7 @@ impl<T> Receiver<T> {
     /// `same_channel`).
     ///
     /// ```
-    /// use goro_sync::chan::{after, channel};
+    /// use goro::chan::{after, channel};
     /// use std::time::Duration;
     ///
     /// let (_tx, rx) = channel::<u8>(0);

@@ -252,7 +252,7 @@ unsafe impl<T> SelectArm for SendArm<'_, T> {
 ///
 /// # Panics
 ///
-/// With more than [`MAX_ARMS`] arms.
+/// With more than `MAX_ARMS` (64) arms.
 pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize {
     goro_runtime::preempt_point();
     let n = arms.len();
@@ -363,19 +363,19 @@ pub mod __private {
 /// completes, with crossbeam-channel's syntax:
 ///
 /// ```
-/// use goro_sync::chan::{channel, after};
+/// use goro::chan::{channel, after};
 /// use std::time::Duration;
 ///
 /// let (tx, rx) = channel::<i32>(1);
 /// let (tx2, rx2) = channel::<&str>(0);
 /// tx.send(7).unwrap();
-/// goro_sync::select! {
+/// goro::select! {
 ///     recv(rx) -> v => assert_eq!(v, Ok(7)),
 ///     recv(rx2) -> s => panic!("nobody sent {s:?}"),
 ///     send(tx2, "hi") -> r => panic!("nobody receives: {r:?}"),
 ///     recv(after(Duration::from_secs(5))) -> _ => panic!("timed out"),
 /// }
-/// goro_sync::select! {
+/// goro::select! {
 ///     recv(rx) -> v => panic!("empty: {v:?}"),
 ///     default(Duration::from_millis(1)) => {}
 /// }
@@ -394,7 +394,7 @@ pub mod __private {
 /// Ready arms are chosen uniformly at random. Without a default, the select waits for
 /// an arm (parking a coroutine, blocking a thread). `select! {}` waits forever.
 /// The macro takes at most 32 arms besides the default (a compile error beyond);
-/// the [`select`] function behind it takes up to [`MAX_ARMS`].
+/// the function behind it takes up to 64.
 #[macro_export]
 macro_rules! select {
     ($($tokens:tt)*) => {

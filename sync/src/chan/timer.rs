@@ -45,7 +45,7 @@ pub fn after(d: Duration) -> Receiver<Instant> {
 /// wrapping round to the past. Dropping the receiver stops the timer.
 ///
 /// ```
-/// use goro_sync::chan::at;
+/// use goro::chan::at;
 /// use std::time::{Duration, Instant};
 ///
 /// let then = Instant::now() + Duration::from_millis(5);
