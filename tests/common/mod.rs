@@ -204,13 +204,19 @@ const ALONE_ENV: &str = "GORO_TEST_ALONE";
 /// What a thread-budget assertion's message starts with (see [`alone`]).
 pub const BUDGET_MISS: &str = "[thread budget]";
 
+/// Runs of a thread-budget test before a miss fails it. Two misses in a row were seen
+/// once in CI, 13 threads against 10 at 2 Ps, while the machine ran other builds; a
+/// real regression misses by hundreds in every run.
+pub const BUDGET_ATTEMPTS: usize = 3;
+
 /// Runs the test `name` of this binary by itself in a child process (one test
 /// thread, a fresh runtime: no threads left over from other tests), with the
 /// environment `env` added, and fails if it fails. Returns false inside that child,
 /// where the caller then runs the test's body, and true in the parent, which is done.
 ///
 /// A child that failed only its thread budget (a message starting with
-/// [`BUDGET_MISS`]) runs once more, and the first attempt's output goes to stderr.
+/// [`BUDGET_MISS`]) runs again, up to [`BUDGET_ATTEMPTS`] runs in all, and each missed
+/// attempt's output goes to stderr.
 /// Under load from outside the test, a thread that waits in the kernel for more than
 /// ~20 µs (for `mmap_lock` in a page fault, on a std `Mutex`'s futex) can have its P
 /// retaken and handed to a new thread, so a count can exceed the budget by a few.
@@ -241,9 +247,13 @@ pub fn alone(name: &str, env: &[(&str, &str)]) -> bool {
         )
     };
     let mut out = run();
-    if !out.status.success() && report(&out).contains(BUDGET_MISS) {
+    for attempt in 2..=BUDGET_ATTEMPTS {
+        if out.status.success() || !report(&out).contains(BUDGET_MISS) {
+            break;
+        }
         eprintln!(
-            "{name}: missed its thread budget once; running it again\n{}",
+            "{name}: missed its thread budget; running it again (attempt {attempt} of \
+             {BUDGET_ATTEMPTS})\n{}",
             report(&out)
         );
         out = run();
