@@ -122,6 +122,16 @@ pub mod net {
     pub use goro_runtime::net::*;
 }
 
+/// Any file descriptor on the netpoller: [`PollFd`](io::PollFd) wraps a pipe, a tty,
+/// an eventfd, an inotify or pidfd descriptor (anything epoll takes: not regular
+/// files) so that reads and writes that would block park the coroutine (or block a
+/// plain thread) until it is ready. [`read_with`](io::PollFd::read_with) and
+/// [`write_with`](io::PollFd::write_with) run any non-blocking system call in the
+/// poller's try-wait-retry loop; `Read` and `Write` pass through to the inner value.
+pub mod io {
+    pub use goro_runtime::io::*;
+}
+
 /// File I/O through [`blocking`]: [`read`](fs::read), [`write`](fs::write),
 /// [`File`](fs::File) and friends, mirroring `std::fs`.
 pub mod fs {
