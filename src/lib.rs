@@ -132,6 +132,15 @@ pub mod io {
     pub use goro_runtime::io::*;
 }
 
+/// Child processes, shaped like `std::process`: [`Command`](process::Command) spawns
+/// with std, and [`Child::wait`](process::Child::wait), [`Command::output`](process::Command::output)
+/// and [`Command::status`](process::Command::status) park the coroutine (the child's
+/// pidfd on the netpoller; a [`blocking`] wait where the kernel has no pidfds). The
+/// child's pipes are on the poller too.
+pub mod process {
+    pub use goro_runtime::process::*;
+}
+
 /// File I/O through [`blocking`]: [`read`](fs::read), [`write`](fs::write),
 /// [`File`](fs::File) and friends, mirroring `std::fs`.
 pub mod fs {

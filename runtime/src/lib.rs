@@ -22,7 +22,7 @@
 //!   [`coroutine_local!`]), [`time`], `block_on` ([`block_on`]: a `Future` on a
 //!   coroutine or thread).
 //! - layer 4: [`net`] (poll descriptors and sockets), [`io`] (any descriptor on the
-//!   poller), [`fs`], [`debug`], `hooks` (the libc hooks of the `hooks` feature).
+//!   poller), [`process`], [`fs`], [`debug`], `hooks` (the libc hooks of the `hooks` feature).
 
 #![warn(missing_docs)]
 
@@ -45,6 +45,7 @@ mod membarrier;
 pub mod net;
 mod netpoll;
 pub mod park;
+pub mod process;
 mod sched;
 mod scope;
 mod spawn;
