@@ -141,6 +141,14 @@ pub mod process {
     pub use goro_runtime::process::*;
 }
 
+/// Unix signals on channels: [`notify`](signal::notify) (Go's `signal.Notify`) sends
+/// each signal to the channels subscribed to it, [`stop`](signal::stop) ends a
+/// subscription. Handlers chain with other libraries' through `signal-hook-registry`;
+/// subscribing to SIGQUIT turns off goro's coroutine dump.
+pub mod signal {
+    pub use goro_sync::signal::*;
+}
+
 /// File I/O through [`blocking`]: [`read`](fs::read), [`write`](fs::write),
 /// [`File`](fs::File) and friends, mirroring `std::fs`.
 pub mod fs {
