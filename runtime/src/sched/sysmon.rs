@@ -20,7 +20,8 @@
 //! nothing happens, and not at all while every P is idle: then it waits on its wake
 //! pipe until a P starts running again (`wake_if_asleep`), so an idle runtime costs no
 //! CPU. The pipe also carries SIGQUIT: the handler writes a byte (async-signal-safe) and
-//! sysmon prints the coroutine dump and exits, as Go does.
+//! sysmon prints the coroutine dump and exits, as Go does; not while `goro::signal`
+//! has a SIGQUIT subscriber (`set_sigquit_dump`).
 //!
 //! # Deadlock
 //!
