@@ -127,7 +127,8 @@ pub mod net {
 /// files) so that reads and writes that would block park the coroutine (or block a
 /// plain thread) until it is ready. [`read_with`](io::PollFd::read_with) and
 /// [`write_with`](io::PollFd::write_with) run any non-blocking system call in the
-/// poller's try-wait-retry loop; `Read` and `Write` pass through to the inner value.
+/// poller's try-wait-retry loop; `Read` and `Write` (also on `&PollFd`) are `read(2)`
+/// and `write(2)` on the descriptor.
 pub mod io {
     pub use goro_runtime::io::*;
 }

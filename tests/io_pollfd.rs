@@ -355,3 +355,36 @@ fn write_timeout_on_a_full_pipe() {
         (&w).write_all(b"more").unwrap();
     });
 }
+
+/// `Read` and `Write` are the descriptor's own calls, so a bare `OwnedFd` (no `Read` of
+/// its own) reads and writes, owned or through `&`, vectored too.
+#[test]
+fn read_and_write_on_a_bare_owned_fd() {
+    with_timeout(T, || {
+        let (r, w) = pipe();
+        let mut r = PollFd::new(OwnedFd::from(r)).unwrap();
+        let mut w = PollFd::new(OwnedFd::from(w)).unwrap();
+        w.write_all(b"ab").unwrap();
+        let n = (&w)
+            .write_vectored(&[std::io::IoSlice::new(b"c"), std::io::IoSlice::new(b"de")])
+            .unwrap();
+        assert_eq!(n, 3);
+        w.flush().unwrap();
+        let mut a = [0u8; 2];
+        let mut b = [0u8; 3];
+        let mut bufs = [
+            std::io::IoSliceMut::new(&mut a),
+            std::io::IoSliceMut::new(&mut b),
+        ];
+        assert_eq!(r.read_vectored(&mut bufs).unwrap(), 5);
+        assert_eq!((&a, &b), (b"ab", b"cde"));
+        let reader = goro::go!(move || {
+            let mut x = [0u8; 1];
+            (&r).read_exact(&mut x).unwrap();
+            x
+        });
+        goro::time::sleep(Duration::from_millis(5));
+        w.write_all(b"z").unwrap();
+        assert_eq!(&reader.join().unwrap(), b"z");
+    });
+}

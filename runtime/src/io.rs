@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::net::poll::Dir;
 use crate::net::socket::{io_loop, Registered};
+use crate::sys::{self, os_err};
 
 /// A descriptor on the netpoller: reads and writes that would block park the calling
 /// coroutine (or block a plain thread) until the descriptor is ready.
@@ -302,67 +303,45 @@ fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<bool> {
     Ok(true)
 }
 
-impl<T: AsFd + Read> Read for PollFd<T> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.io_mut(Dir::Read, |t| t.read(buf))
-    }
+/// `Read` and `Write`, for `PollFd<T>` and `&PollFd<T>` alike, are `read(2)`,
+/// `readv(2)`, `write(2)` and `writev(2)` on the descriptor, whatever `T` is (an
+/// `OwnedFd` has no `Read` of its own); `T`'s own `Read` is not used, so a `T` that
+/// buffers (std's `Stdin`) must not have buffered anything yet. The calls are made
+/// directly, never through the `hooks` feature's hooks.
+macro_rules! impl_rw {
+    ($($self:ty),+) => {$(
+        impl<T: AsFd> Read for $self {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let fd = self.as_raw_fd();
+                self.io_ref(Dir::Read, || os_err(sys::read(fd, buf)))
+            }
 
-    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        self.io_mut(Dir::Read, |t| t.read_vectored(bufs))
-    }
+            fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+                let fd = self.as_raw_fd();
+                self.io_ref(Dir::Read, || os_err(sys::readv(fd, bufs)))
+            }
+        }
+
+        impl<T: AsFd> Write for $self {
+            fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+                let fd = self.as_raw_fd();
+                self.io_ref(Dir::Write, || os_err(sys::write(fd, buf)))
+            }
+
+            fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+                let fd = self.as_raw_fd();
+                self.io_ref(Dir::Write, || os_err(sys::writev(fd, bufs)))
+            }
+
+            /// Nothing to flush: every write is a system call.
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+    )+};
 }
 
-impl<T: AsFd + Write> Write for PollFd<T> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.io_mut(Dir::Write, |t| t.write(buf))
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.io_mut(Dir::Write, |t| t.write_vectored(bufs))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.io_mut(Dir::Write, |t| t.flush())
-    }
-}
-
-/// Reading through a shared reference, for types that can (`File`, `UnixStream`): one
-/// coroutine may read while another writes.
-impl<'a, T: AsFd> Read for &'a PollFd<T>
-where
-    &'a T: Read,
-{
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let me: &'a PollFd<T> = self;
-        me.io_ref(Dir::Read, || (&me.reg.sock as &'a T).read(buf))
-    }
-
-    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        let me: &'a PollFd<T> = self;
-        me.io_ref(Dir::Read, || (&me.reg.sock as &'a T).read_vectored(bufs))
-    }
-}
-
-/// Writing through a shared reference, for types that can.
-impl<'a, T: AsFd> Write for &'a PollFd<T>
-where
-    &'a T: Write,
-{
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let me: &'a PollFd<T> = self;
-        me.io_ref(Dir::Write, || (&me.reg.sock as &'a T).write(buf))
-    }
-
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        let me: &'a PollFd<T> = self;
-        me.io_ref(Dir::Write, || (&me.reg.sock as &'a T).write_vectored(bufs))
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        let me: &'a PollFd<T> = self;
-        me.io_ref(Dir::Write, || (&me.reg.sock as &'a T).flush())
-    }
-}
+impl_rw!(PollFd<T>, &PollFd<T>);
 
 impl<T: AsFd> AsFd for PollFd<T> {
     fn as_fd(&self) -> BorrowedFd<'_> {
