@@ -72,6 +72,20 @@ fn ev_write(fd: &OwnedFd, add: u64) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Starts `f` on a plain thread or on a coroutine; the closure returned joins it.
+fn start<R: Send + 'static>(
+    on_thread: bool,
+    f: impl FnOnce() -> R + Send + 'static,
+) -> Box<dyn FnOnce() -> R> {
+    if on_thread {
+        let h = std::thread::spawn(f);
+        Box::new(move || h.join().unwrap())
+    } else {
+        let h = goro::go!(f);
+        Box::new(move || h.join().unwrap())
+    }
+}
+
 /// Sends 4 MiB through a pipe (64 KiB of kernel buffer, so both ends wait many times),
 /// writer and reader each on `on_thread` (a plain thread) or a coroutine; every byte
 /// is checked.
@@ -94,18 +108,8 @@ fn pipe_transfer(reader_on_thread: bool, writer_on_thread: bool) {
             r.read_to_end(&mut got).unwrap();
             got
         };
-        let wj: Box<dyn FnOnce() + Send> = if writer_on_thread {
-            let h = std::thread::spawn(write);
-            Box::new(move || h.join().unwrap())
-        } else {
-            let h = goro::go!(write);
-            Box::new(move || h.join().unwrap())
-        };
-        let got = if reader_on_thread {
-            std::thread::spawn(read).join().unwrap()
-        } else {
-            goro::go!(read).join().unwrap()
-        };
+        let wj = start(writer_on_thread, write);
+        let got = start(reader_on_thread, read)();
         wj();
         assert_eq!(got.len(), expect.len());
         assert!(got == expect, "bytes differ");
@@ -157,13 +161,7 @@ fn eventfd_read_with_write_with_many_waiters() {
                     }
                 }
             };
-            readers.push(if i % 2 == 0 {
-                let h = goro::go!(body);
-                Box::new(move || h.join().unwrap()) as Box<dyn FnOnce()>
-            } else {
-                let h = std::thread::spawn(body);
-                Box::new(move || h.join().unwrap())
-            });
+            readers.push(start(i % 2 == 1, body));
         }
         let mut writers = Vec::new();
         for i in 0..10 {
@@ -174,13 +172,7 @@ fn eventfd_read_with_write_with_many_waiters() {
                     goro::time::sleep(Duration::from_micros(200));
                 }
             };
-            writers.push(if i % 2 == 0 {
-                let h = goro::go!(body);
-                Box::new(move || h.join().unwrap()) as Box<dyn FnOnce()>
-            } else {
-                let h = std::thread::spawn(body);
-                Box::new(move || h.join().unwrap())
-            });
+            writers.push(start(i % 2 == 1, body));
         }
         for w in writers {
             w();
@@ -315,13 +307,7 @@ fn hang_up_wakes_a_parked_reader() {
                 let mut got = Vec::new();
                 (&r).read_to_end(&mut got).map(|_| got)
             };
-            let h: Box<dyn FnOnce() -> std::io::Result<Vec<u8>>> = if on_thread {
-                let h = std::thread::spawn(body);
-                Box::new(move || h.join().unwrap())
-            } else {
-                let h = goro::go!(body);
-                Box::new(move || h.join().unwrap())
-            };
+            let h = start(on_thread, body);
             goro::time::sleep(Duration::from_millis(10));
             drop(w);
             assert_eq!(h().unwrap(), b"");

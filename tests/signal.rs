@@ -309,26 +309,25 @@ fn sigquit_subscribed_suppresses_the_dump_until_stop() {
     assert_eq!(out.status.code(), Some(2), "{}", report(&out));
 }
 
-#[test]
-fn stop_gives_the_default_action_back() {
+/// Plays `name`, which prints `marker` and then raises a signal that nobody is
+/// subscribed to any more: the process must die of `sig`, its default action.
+fn dies_of(name: &str, marker: &str, sig: libc::c_int) {
     use std::os::unix::process::ExitStatusExt;
-    let out = scenario("stop_default");
+    let out = scenario(name);
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("stopped"),
+        String::from_utf8_lossy(&out.stdout).contains(marker),
         "{}",
         report(&out)
     );
-    assert_eq!(out.status.signal(), Some(libc::SIGUSR1), "{}", report(&out));
+    assert_eq!(out.status.signal(), Some(sig), "{}", report(&out));
+}
+
+#[test]
+fn stop_gives_the_default_action_back() {
+    dies_of("stop_default", "stopped", libc::SIGUSR1);
 }
 
 #[test]
 fn a_dropped_receiver_counts_as_stopped() {
-    use std::os::unix::process::ExitStatusExt;
-    let out = scenario("dropped_receiver");
-    assert!(
-        String::from_utf8_lossy(&out.stdout).contains("dropped"),
-        "{}",
-        report(&out)
-    );
-    assert_eq!(out.status.signal(), Some(libc::SIGTERM), "{}", report(&out));
+    dies_of("dropped_receiver", "dropped", libc::SIGTERM);
 }
