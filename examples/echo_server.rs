@@ -19,11 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro::net::{TcpListener, TcpStream};
+use goro::signal::{self, Signal};
 use goro::sync::{Mutex, Semaphore, WaitGroup};
-
-#[path = "support/signals.rs"]
-mod signals;
-use signals::{block_stop_signals, wait_for_signal};
 
 struct Config {
     addr: String,
@@ -120,7 +117,8 @@ fn serve(conn: &TcpStream, peer: SocketAddr, idle: Option<Duration>) {
 
 fn main() {
     let cfg = parse_args();
-    let signals = block_stop_signals();
+    // Subscribed first: a Ctrl-C from here on shuts down cleanly.
+    let signals = signal::notify(&[Signal::INT, Signal::TERM]);
     let listener = match TcpListener::bind(&cfg.addr) {
         Ok(l) => Arc::new(l),
         Err(e) => usage(&format!("cannot listen on {}: {e}", cfg.addr)),
@@ -142,7 +140,7 @@ fn main() {
     let slots = Arc::new(Semaphore::new(cfg.max_conns));
     let handlers = WaitGroup::new();
 
-    // The signal thread: stop accepting, close every open connection.
+    // The signal coroutine: stop accepting, close every open connection.
     {
         let (listener, stopping, open, slots) = (
             listener.clone(),
@@ -150,9 +148,9 @@ fn main() {
             open.clone(),
             slots.clone(),
         );
-        std::thread::spawn(move || {
-            let sig = wait_for_signal(&signals);
-            log(format_args!("signal {sig}: shutting down"));
+        goro::go!(move || {
+            let Ok(sig) = signals.recv() else { return };
+            log(format_args!("{sig}: shutting down"));
             stopping.store(true, Ordering::SeqCst);
             listener.close();
             slots.release(1); // an acceptor waiting for a slot sees `stopping`

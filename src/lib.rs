@@ -142,6 +142,34 @@ pub mod net {
     pub use goro_runtime::net::*;
 }
 
+/// Any file descriptor on the netpoller: [`PollFd`](io::PollFd) wraps a pipe, a tty,
+/// an eventfd, an inotify or pidfd descriptor (anything epoll takes: not regular
+/// files) so that reads and writes that would block park the coroutine (or block a
+/// plain thread) until it is ready. [`read_with`](io::PollFd::read_with) and
+/// [`write_with`](io::PollFd::write_with) run any non-blocking system call in the
+/// poller's try-wait-retry loop; `Read` and `Write` (also on `&PollFd`) are `read(2)`
+/// and `write(2)` on the descriptor.
+pub mod io {
+    pub use goro_runtime::io::*;
+}
+
+/// Child processes, shaped like `std::process`: [`Command`](process::Command) spawns
+/// with std, and [`Child::wait`](process::Child::wait), [`Command::output`](process::Command::output)
+/// and [`Command::status`](process::Command::status) park the coroutine (the child's
+/// pidfd on the netpoller; a [`blocking`] wait where the kernel has no pidfds). The
+/// child's pipes are on the poller too.
+pub mod process {
+    pub use goro_runtime::process::*;
+}
+
+/// Unix signals on channels: [`notify`](signal::notify) (Go's `signal.Notify`) sends
+/// each signal to the channels subscribed to it, [`stop`](signal::stop) ends a
+/// subscription. Handlers chain with other libraries' through `signal-hook-registry`;
+/// subscribing to SIGQUIT turns off goro's coroutine dump.
+pub mod signal {
+    pub use goro_sync::signal::*;
+}
+
 /// File I/O through [`blocking`]: [`read`](fs::read), [`write`](fs::write),
 /// [`File`](fs::File) and friends, mirroring `std::fs`.
 pub mod fs {

@@ -1,7 +1,6 @@
-//! Shared by the echo server examples (`echo_server`, `std_echo_server`): stopping on
-//! SIGINT / SIGTERM.
-//!
-//! (`goro::signal` is to replace this raw `sigwait`; see the issues.)
+//! Used by `std_echo_server` (the example that shows std code unchanged): stopping on
+//! SIGINT / SIGTERM with a raw `sigwait`. goro code uses `goro::signal::notify`
+//! instead, as `echo_server` does.
 
 /// Blocks SIGINT and SIGTERM in the calling thread; threads started afterwards (the
 /// runtime's Ms included) inherit the mask, so only `wait_for_signal` sees them.

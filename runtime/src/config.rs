@@ -26,6 +26,9 @@
 //! - `GORO_MEMBARRIER=off`: do not register for `membarrier`'s expedited barrier, so
 //!   the retake handshake uses its fallback, a SeqCst fence on every entry into goro
 //!   (for testing the fallback; `on`, the default, registers).
+//! - `GORO_PIDFD=off`: `goro::process` waits for children with a blocking `wait`
+//!   instead of a pidfd on the poller (for testing the fallback that kernels before
+//!   5.3 get).
 //! - `GORO_HOOKS=off`: with the `hooks` feature, leave std's blocking calls alone (they
 //!   block the thread, as without the feature); `on`, the default, parks coroutines.
 //!

@@ -21,8 +21,8 @@
 //!   [`Scope`], [`ScopedJoinHandle`]), `join_set` ([`JoinSet`]), `local` ([`LocalKey`],
 //!   [`coroutine_local!`]), [`time`], `block_on` ([`block_on`]: a `Future` on a
 //!   coroutine or thread).
-//! - layer 4: [`net`] (poll descriptors and sockets), [`fs`], [`debug`], `hooks` (the
-//!   libc hooks of the `hooks` feature).
+//! - layer 4: [`net`] (poll descriptors and sockets), [`io`] (any descriptor on the
+//!   poller), [`process`], [`fs`], [`debug`], `hooks` (the libc hooks of the `hooks` feature).
 
 #![warn(missing_docs)]
 
@@ -41,6 +41,7 @@ mod epoll;
 pub mod fs;
 #[cfg(all(feature = "hooks", not(loom)))]
 mod hooks;
+pub mod io;
 mod join_set;
 mod local;
 mod local_table;
@@ -50,6 +51,7 @@ mod membarrier;
 pub mod net;
 mod netpoll;
 pub mod park;
+pub mod process;
 mod sched;
 mod scope;
 mod spawn;

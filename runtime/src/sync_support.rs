@@ -48,3 +48,21 @@ fn ncpu() -> usize {
     NCPU.store(n, Ordering::Relaxed);
     n
 }
+
+/// Starts sysmon (its wake pipe and the SIGQUIT dump's handler) now, if the runtime
+/// has not yet: `goro::signal` calls it before it registers its own handlers, so the
+/// dump's installer sees SIGQUIT's action as the program left it.
+pub fn start_sysmon() {
+    sched::sysmon::start();
+}
+
+/// Turns the SIGQUIT coroutine dump off (`goro::signal` has a SIGQUIT subscriber, so
+/// the signal is the program's, as in Go) or back on.
+pub fn set_sigquit_dump(on: bool) {
+    sched::sysmon::set_sigquit_dump(on);
+}
+
+/// The SIGQUIT dump and exit, now (a SIGQUIT that found only dropped subscribers).
+pub fn sigquit_dump_now() {
+    sched::sysmon::sigquit_dump_now();
+}

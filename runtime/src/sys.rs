@@ -223,7 +223,6 @@ pub(crate) fn getsockopt<T: Copy>(fd: RawFd, level: c_int, name: c_int) -> Resul
 
 /// `ppoll(2)` of one descriptor for `events`, waiting at most `timeout` (None: no
 /// limit). Returns the `revents`, 0 on timeout.
-#[cfg(feature = "hooks")]
 pub(crate) fn poll_one(
     fd: RawFd,
     events: libc::c_short,
@@ -256,7 +255,6 @@ pub(crate) fn poll_one(
 }
 
 /// A duration as a `timespec` (seconds saturating).
-#[cfg(feature = "hooks")]
 pub(crate) fn timespec(d: std::time::Duration) -> libc::timespec {
     libc::timespec {
         tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,

@@ -15,6 +15,7 @@
 //!   and tokio's [`Notify`].
 //! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], and the
 //!   timer channels `after`, `at`, `tick`, `never` and `Ticker`.
+//! - [`signal`]: Unix signals delivered on channels (Go's `signal.Notify`).
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
 // The back-off switch and the runtime semaphore are for goro-bench's Sema*/Mutex*
@@ -46,6 +47,8 @@ mod oncelock;
 mod rwlock;
 #[cfg(not(loom))]
 mod semaphore;
+#[cfg(not(loom))]
+pub mod signal;
 #[cfg(not(loom))]
 mod waitgroup;
 mod waitgroup_word;

@@ -3,7 +3,7 @@
 //! resolution, and the `AsFd`/`Debug` impls.
 
 use std::io;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ macro_rules! impl_socket {
 pub(crate) use impl_socket;
 
 /// A non-blocking socket and its poll descriptor. Deregisters before the socket closes.
-pub(crate) struct Registered<S: AsRawFd> {
+pub(crate) struct Registered<S: AsFd> {
     pub(crate) pd: Arc<PollDesc>,
     pub(crate) sock: S,
     pub(crate) timeouts: Timeouts,
@@ -77,10 +77,10 @@ impl Drop for Turn<'_> {
     }
 }
 
-impl<S: AsRawFd> Registered<S> {
+impl<S: AsFd> Registered<S> {
     /// Registers `sock`, which must already be non-blocking.
     pub(crate) fn new(sock: S) -> io::Result<Self> {
-        let pd = PollDesc::register(sock.as_raw_fd())?;
+        let pd = PollDesc::register(sock.as_fd().as_raw_fd())?;
         Ok(Registered {
             pd,
             sock,
@@ -112,9 +112,20 @@ impl<S: AsRawFd> Registered<S> {
     pub(crate) fn close(&self) {
         self.pd.close();
     }
+
+    /// Deregisters the descriptor and hands it back, still open (`goro::io::PollFd`).
+    pub(crate) fn into_inner(self) -> S {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.pd.deregister();
+        // SAFETY: `me` is never used nor dropped again, so each field is moved out
+        // exactly once; `timeouts` holds only atomics and needs no drop.
+        let (pd, sock) = unsafe { (std::ptr::read(&me.pd), std::ptr::read(&me.sock)) };
+        drop(pd);
+        sock
+    }
 }
 
-impl<S: AsRawFd> Drop for Registered<S> {
+impl<S: AsFd> Drop for Registered<S> {
     fn drop(&mut self) {
         // Before `sock` is dropped (and its fd closed): the poller must not hold a
         // closed fd.

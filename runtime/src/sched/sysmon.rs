@@ -20,7 +20,8 @@
 //! nothing happens, and not at all while every P is idle: then it waits on its wake
 //! pipe until a P starts running again (`wake_if_asleep`), so an idle runtime costs no
 //! CPU. The pipe also carries SIGQUIT: the handler writes a byte (async-signal-safe) and
-//! sysmon prints the coroutine dump and exits, as Go does.
+//! sysmon prints the coroutine dump and exits, as Go does; not while `goro::signal`
+//! has a SIGQUIT subscriber (`set_sigquit_dump`).
 //!
 //! # Deadlock
 //!
@@ -459,7 +460,7 @@ fn sleep(ns: Option<i64>) -> bool {
         let mut buf = [0u8; 64];
         // From our non-blocking pipe.
         let got = crate::sys::read(rfd, &mut buf).unwrap_or(0);
-        if buf[..got].contains(&b'Q') {
+        if buf[..got].contains(&b'Q') && sigquit_dumps() {
             let mut err = std::io::stderr().lock();
             let _ = writeln!(err, "SIGQUIT: quit\n\n{}", super::dump::dump());
             std::process::exit(2);
@@ -710,23 +711,61 @@ fn schedtrace(rt: &Runtime, since_start: i64) {
     eprintln!("{line}");
 }
 
-/// Routes SIGQUIT to sysmon (a byte on the wake pipe), if nobody else handles it.
-fn install_sigquit() {
-    extern "C" fn on_sigquit(_: libc::c_int) {
+/// Whether the SIGQUIT dump is off: `goro::signal` subscribers take SIGQUIT (Go: a
+/// `signal.Notify` for SIGQUIT disables the default behaviour). Written by
+/// `set_sigquit_dump`; read by the handler and by sysmon before it dumps (Relaxed: a
+/// lone flag; a signal racing a subscription may go either way, as in Go).
+static SIGQUIT_DUMP_OFF: AtomicBool = AtomicBool::new(false);
+
+/// Turns the SIGQUIT dump off (`goro::signal` has a SIGQUIT subscriber) or back on.
+pub(crate) fn set_sigquit_dump(on: bool) {
+    // Relaxed: see the static.
+    SIGQUIT_DUMP_OFF.store(!on, Ordering::Relaxed);
+}
+
+/// Whether SIGQUIT dumps now.
+fn sigquit_dumps() -> bool {
+    // Relaxed: see the static.
+    !SIGQUIT_DUMP_OFF.load(Ordering::Relaxed)
+}
+
+/// Whether `install_sigquit` installed the dump. Written once by it, before any
+/// signal it handles can come; read by `sigquit_dump_now` (Relaxed: a lone flag).
+static SIGQUIT_INSTALLED: AtomicBool = AtomicBool::new(false);
+
+/// Asks sysmon for the SIGQUIT dump and exit, as if SIGQUIT had come, if the dump is
+/// installed (for `goro::signal`, when a SIGQUIT finds only dropped subscribers).
+pub(crate) fn sigquit_dump_now() {
+    // Relaxed: see the static.
+    if SIGQUIT_INSTALLED.load(Ordering::Relaxed) {
         poke(b'Q');
     }
-    // SAFETY: querying and installing a signal action with zeroed structs; the handler
-    // only calls write(2).
-    unsafe {
+}
+
+/// Routes SIGQUIT to sysmon (a byte on the wake pipe), if the program had left it at
+/// its default: through signal-hook-registry, so that handlers registered there
+/// (`goro::signal`'s, other libraries') run beside this one.
+fn install_sigquit() {
+    // SAFETY: querying the signal action into a zeroed struct we own.
+    let default = unsafe {
         let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(libc::SIGQUIT, std::ptr::null(), &mut old);
-        if old.sa_sigaction != libc::SIG_DFL {
-            return; // the program has its own plans for SIGQUIT
-        }
-        let mut act: libc::sigaction = std::mem::zeroed();
-        act.sa_sigaction = on_sigquit as *const () as usize;
-        act.sa_flags = libc::SA_RESTART;
-        libc::sigemptyset(&mut act.sa_mask);
-        libc::sigaction(libc::SIGQUIT, &act, std::ptr::null_mut());
+        libc::sigaction(libc::SIGQUIT, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+    };
+    if !default {
+        return; // the program has its own plans for SIGQUIT
+    }
+    // SAFETY: the action is async-signal-safe: a relaxed load and write(2).
+    let r = unsafe {
+        signal_hook_registry::register(libc::SIGQUIT, || {
+            if sigquit_dumps() {
+                poke(b'Q');
+            }
+        })
+    };
+    match r {
+        // Relaxed: see the static.
+        Ok(_) => SIGQUIT_INSTALLED.store(true, Ordering::Relaxed),
+        Err(e) => eprintln!("goro: sysmon: cannot install the SIGQUIT dump: {e}"),
     }
 }

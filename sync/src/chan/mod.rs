@@ -508,6 +508,12 @@ impl<T> Sender<T> {
         Arc::ptr_eq(&self.chan, &other.chan)
     }
 
+    /// The channel's identity, to match a `Sender` with a `Receiver` (`goro::signal`'s
+    /// `stop`).
+    pub(crate) fn chan_id(&self) -> usize {
+        Arc::as_ptr(&self.chan) as *const () as usize
+    }
+
     /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
     #[doc(hidden)]
     pub fn __as_sender(&self) -> &Sender<T> {
@@ -687,6 +693,11 @@ impl<T> Receiver<T> {
     /// ```
     pub fn same_channel(&self, other: &Receiver<T>) -> bool {
         Arc::ptr_eq(&self.chan, &other.chan)
+    }
+
+    /// The channel's identity (see `Sender::chan_id`).
+    pub(crate) fn chan_id(&self) -> usize {
+        Arc::as_ptr(&self.chan) as *const () as usize
     }
 
     /// Whether the channel is closed (values may still be buffered).
