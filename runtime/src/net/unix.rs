@@ -67,9 +67,12 @@ const CONNECT_BACKOFF_MIN: Duration = Duration::from_millis(1);
 const CONNECT_BACKOFF_MAX: Duration = Duration::from_millis(100);
 
 /// std's unix address of a socket2 one (from `accept`, `recvfrom`): a path, an
-/// abstract name, or unnamed.
+/// abstract name, or unnamed. A `recvfrom` from an unbound sender gives no address
+/// at all (length 0), which std also reads as unnamed.
 fn std_addr(a: &SockAddr) -> io::Result<SocketAddr> {
-    if let Some(p) = a.as_pathname() {
+    if a.len() == 0 {
+        SocketAddr::from_pathname("")
+    } else if let Some(p) = a.as_pathname() {
         SocketAddr::from_pathname(p)
     } else if let Some(name) = a.as_abstract_namespace() {
         SocketAddr::from_abstract_name(name)
