@@ -60,7 +60,11 @@ fn assert_std_read_blocks(mut s: impl Read + AsRawFd, set_timeout: impl Fn(Durat
     let t = Instant::now();
     let e = s.read(&mut [0u8; 4]).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
-    assert!(t.elapsed() >= to, "a blocking read returned after {:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= to,
+        "a blocking read returned after {:?}",
+        t.elapsed()
+    );
 }
 
 /// TCP: from goro to std and back with bytes in flight both ways; nothing is lost,
@@ -146,7 +150,9 @@ fn udp_round_trip_keeps_queued_datagrams() {
         assert_eq!(b.recv_from(&mut buf).unwrap(), (3, aa));
         assert_eq!(&buf[..3], b"two");
         let std_b = b.into_std().unwrap();
-        std_b.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
+        std_b
+            .set_read_timeout(Some(Duration::from_millis(30)))
+            .unwrap();
         let t = Instant::now();
         let e = std_b.recv_from(&mut buf).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::WouldBlock, "{e}");
@@ -206,7 +212,10 @@ fn owned_and_raw_fd_round_trips() {
         c.write_all(b"abc").unwrap();
         let fd = OwnedFd::from(s);
         assert_eq!(fd.as_raw_fd(), n);
-        assert!(!nonblocking(&fd), "OwnedFd::from left the socket non-blocking");
+        assert!(
+            !nonblocking(&fd),
+            "OwnedFd::from left the socket non-blocking"
+        );
         let s = TcpStream::try_from(fd).unwrap();
         assert_eq!(s.as_raw_fd(), n);
         let raw = s.into_raw_fd();
@@ -243,9 +252,9 @@ fn owned_and_raw_fd_round_trips() {
 fn unpollable_descriptor_is_an_error_or_a_named_panic() {
     both(|| {
         let null = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
-        let e = TcpStream::try_from(null()).err().expect("adopted /dev/null");
+        let e = TcpStream::try_from(null()).expect_err("adopted /dev/null");
         assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
-        let e = UdpSocket::from_std(null().into()).err().expect("adopted /dev/null");
+        let e = UdpSocket::from_std(null().into()).expect_err("adopted /dev/null");
         assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
         let raw = null().into_raw_fd();
         let p = std::panic::catch_unwind(|| {
@@ -254,10 +263,7 @@ fn unpollable_descriptor_is_an_error_or_a_named_panic() {
             drop(unsafe { UnixStream::from_raw_fd(raw) })
         })
         .expect_err("from_raw_fd adopted /dev/null");
-        let msg = p
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
+        let msg = p.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(
             msg.contains("UnixStream::from_raw_fd") && msg.contains("could not be adopted"),
             "panic message: {msg:?}"
@@ -412,7 +418,10 @@ fn socket_options_set_and_get() {
 fn udp_take_error_reports_an_icmp_error_once() {
     both(|| {
         // A port nobody listens on: bind one, note it, close it.
-        let dead = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let dead = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         u.connect(dead).unwrap();
         u.send(b"anyone?").unwrap();
@@ -440,7 +449,10 @@ fn multicast_join_and_leave_on_loopback() {
                 // /proc/net/igmp lists groups as the address's bytes in host order, hex.
                 let hex = format!("{:08X}", u32::from_ne_bytes(group.octets()));
                 let igmp = std::fs::read_to_string("/proc/net/igmp").unwrap();
-                assert!(igmp.contains(&hex), "{group} ({hex}) not in /proc/net/igmp:\n{igmp}");
+                assert!(
+                    igmp.contains(&hex),
+                    "{group} ({hex}) not in /proc/net/igmp:\n{igmp}"
+                );
                 u.leave_multicast_v4(&group, &Ipv4Addr::LOCALHOST).unwrap();
             }
             // A kernel without multicast on lo refuses the join with ENODEV; that is

@@ -477,18 +477,16 @@ fn bind_and_connect_errors() {
         let dir = TempDir::new("errors");
         let path = dir.path("taken.sock");
         let _l = UnixListener::bind(&path).unwrap();
-        let e = UnixListener::bind(&path).err().expect("bound a taken path");
+        let e = UnixListener::bind(&path).expect_err("bound a taken path");
         assert_eq!(e.kind(), ErrorKind::AddrInUse, "{e}");
-        let e = UnixDatagram::bind(&path).err().expect("bound a taken path");
+        let e = UnixDatagram::bind(&path).expect_err("bound a taken path");
         assert_eq!(e.kind(), ErrorKind::AddrInUse, "{e}");
-        let e = UnixStream::connect(dir.path("missing.sock"))
-            .err()
-            .expect("connected to nothing");
+        let e = UnixStream::connect(dir.path("missing.sock")).expect_err("connected to nothing");
         assert_eq!(e.kind(), ErrorKind::NotFound, "{e}");
         let long = dir.path(&"x".repeat(200));
-        let e = UnixStream::connect(&long).err().expect("over-long path");
+        let e = UnixStream::connect(&long).expect_err("over-long path");
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
-        let e = UnixListener::bind(&long).err().expect("over-long path");
+        let e = UnixListener::bind(&long).expect_err("over-long path");
         assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e}");
     });
 }
@@ -502,7 +500,8 @@ fn connect_waits_for_room_in_the_backlog() {
     both(|| {
         let dir = TempDir::new("backlog");
         let path = dir.path("full.sock");
-        let sock = socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).unwrap();
+        let sock =
+            socket2::Socket::new(socket2::Domain::UNIX, socket2::Type::STREAM, None).unwrap();
         sock.bind(&socket2::SockAddr::unix(&path).unwrap()).unwrap();
         sock.listen(0).unwrap();
         let l = UnixListener::from_std(std::os::fd::OwnedFd::from(sock).into()).unwrap();

@@ -1,6 +1,7 @@
 //! Unix domain sockets: [`UnixListener`], [`UnixStream`], [`UnixDatagram`] (also at
 //! `goro::net`), with the API of `std::os::unix::net`, and what goes with them:
-//! [`SocketAddr`] (std's own type, so an address works with std's sockets too) and
+//! [`SocketAddr`] (std's own type, so an address works with std's sockets too), std's
+//! [`SocketAddrExt`] for abstract names (re-exported here for convenience), and
 //! [`Incoming`].
 //!
 //! The module is named as tokio's (`tokio::net::unix::SocketAddr` beside
@@ -12,13 +13,12 @@
 //! `ErrorKind::TimedOut` and leave the socket usable, `close(&self)` wakes waiters
 //! with an error, writes never raise SIGPIPE.
 //!
-//! Abstract-namespace addresses (Linux) work through std's
-//! [`SocketAddrExt`](std::os::linux::net::SocketAddrExt) and the `*_addr` methods:
+//! Abstract-namespace addresses (Linux) work through std's [`SocketAddrExt`] and the
+//! `*_addr` methods:
 //!
 //! ```
 //! use std::io::{Read, Write};
-//! use std::os::linux::net::SocketAddrExt;
-//! use goro::net::unix::SocketAddr;
+//! use goro::net::unix::{SocketAddr, SocketAddrExt};
 //! use goro::net::{UnixListener, UnixStream};
 //!
 //! let name = format!("goro-doc-abstract-{}", std::process::id());
@@ -49,7 +49,6 @@
 use std::ffi::OsStr;
 use std::io;
 use std::net::Shutdown;
-use std::os::linux::net::SocketAddrExt;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
@@ -60,6 +59,8 @@ use super::poll::Dir;
 use super::socket::Registered;
 
 pub use std::os::unix::net::SocketAddr;
+#[doc(no_inline)]
+pub use std::os::linux::net::SocketAddrExt;
 
 /// The first wait of a stream connect that found the listener's backlog full.
 const CONNECT_BACKOFF_MIN: Duration = Duration::from_millis(1);
