@@ -524,3 +524,50 @@ fn from_std_after_the_hooks_registered_the_socket() {
         .unwrap();
     });
 }
+
+/// After a connected UDP socket's ICMP error (an error edge on the poller, reported
+/// once), a receive that finds nothing waits: it times out at its deadline, and a
+/// datagram that comes later wakes it. (The error edge used to leave the slot ready
+/// for good: every wait returned at once, a busy loop past the deadline.)
+#[test]
+fn udp_receive_after_an_icmp_error_waits() {
+    both(|| {
+        let dead = std::net::UdpSocket::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let u = Arc::new(UdpSocket::bind("127.0.0.1:0").unwrap());
+        u.connect(dead).unwrap();
+        u.send(b"anyone?").unwrap();
+        // Wait for the ICMP error without taking it (poll(2) leaves it pending), then
+        // give goro's poller a moment to see its edge: a receive that took the error
+        // first would leave the poller no edge to see.
+        common::wait_until("the ICMP error", || {
+            let mut pfd = libc::pollfd {
+                fd: u.as_raw_fd(),
+                events: 0,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, no timeout.
+            let n = unsafe { libc::poll(&mut pfd, 1, 0) };
+            n == 1 && pfd.revents & libc::POLLERR != 0
+        });
+        goro::time::sleep(Duration::from_millis(20));
+        let e = u.recv(&mut [0u8; 4]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::ConnectionRefused, "{e}");
+        u.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+        let t = Instant::now();
+        let e = u.recv(&mut [0u8; 4]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+        // A datagram from the peer wakes a parked receive.
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        u.connect(peer.local_addr().unwrap()).unwrap();
+        u.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let u2 = u.clone();
+        let receiver = goro::go!(move || u2.recv(&mut [0u8; 4]).unwrap());
+        goro::time::sleep(Duration::from_millis(20));
+        peer.send_to(b"yes", u.local_addr().unwrap()).unwrap();
+        assert_eq!(receiver.join().unwrap(), 3);
+    });
+}

@@ -50,19 +50,11 @@ pub(crate) use impl_socket;
 /// reader and one writer at a time, as std's), on `self.reg`'s stream operations.
 macro_rules! impl_stream_io {
     ($($t:ty),+) => {$(
+        super::socket::impl_stream_io!(@one $t);
+        super::socket::impl_stream_io!(@one &$t);
+    )+};
+    (@one $t:ty) => {
         impl std::io::Read for $t {
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                self.reg.read(buf)
-            }
-            fn read_vectored(
-                &mut self,
-                bufs: &mut [std::io::IoSliceMut<'_>],
-            ) -> std::io::Result<usize> {
-                self.reg.read_vectored(bufs)
-            }
-        }
-
-        impl std::io::Read for &$t {
             fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
                 self.reg.read(buf)
             }
@@ -85,21 +77,75 @@ macro_rules! impl_stream_io {
                 Ok(())
             }
         }
+    };
+}
+pub(crate) use impl_stream_io;
 
-        impl std::io::Write for &$t {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.reg.write(buf)
+/// std's four timeout methods for socket types whose `self.reg` has per-direction
+/// timeouts (all but the listeners).
+macro_rules! impl_timeouts {
+    ($($t:ty),+) => {$(
+        impl $t {
+            /// Each read (receive) waits at most `timeout` (`None`: no limit); expiry is
+            /// `ErrorKind::TimedOut` and leaves the socket usable. `Some(Duration::ZERO)`
+            /// is an `InvalidInput` error, as in std.
+            pub fn set_read_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.reg.timeouts.set(super::poll::Dir::Read, timeout)
             }
-            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
-                self.reg.write_vectored(bufs)
+
+            /// Each write (send) waits at most `timeout` (`None`: no limit), as
+            /// [`set_read_timeout`](Self::set_read_timeout) for reads.
+            pub fn set_write_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.reg.timeouts.set(super::poll::Dir::Write, timeout)
             }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
+
+            /// The read timeout.
+            pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.reg.timeouts.get(super::poll::Dir::Read))
+            }
+
+            /// The write timeout.
+            pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.reg.timeouts.get(super::poll::Dir::Write))
             }
         }
     )+};
 }
-pub(crate) use impl_stream_io;
+pub(crate) use impl_timeouts;
+
+/// std's `incoming` iterator `$it` of listener `$l` (its `accept`'s streams `$s`),
+/// and `IntoIterator for &$l` giving it.
+macro_rules! impl_incoming {
+    ($it:ident, $l:ty, $s:ty) => {
+        /// The endless iterator of the listener's `incoming`: each item is an
+        /// `accept`'s stream (or its error).
+        pub struct $it<'a> {
+            listener: &'a $l,
+        }
+
+        impl Iterator for $it<'_> {
+            type Item = std::io::Result<$s>;
+            fn next(&mut self) -> Option<Self::Item> {
+                Some(self.listener.accept().map(|(s, _)| s))
+            }
+        }
+
+        impl<'a> IntoIterator for &'a $l {
+            type Item = std::io::Result<$s>;
+            type IntoIter = $it<'a>;
+            fn into_iter(self) -> $it<'a> {
+                $it { listener: self }
+            }
+        }
+    };
+}
+pub(crate) use impl_incoming;
 
 /// The descriptor conversions of a socket type with `from_std` and `self.reg`:
 /// `TryFrom<OwnedFd>` (registration can fail, so not `From`: tokio offers neither),
@@ -367,6 +413,13 @@ impl<S: AsRawFd> Registered<S> {
 }
 
 impl<S: AsRawFd + AsFd + From<OwnedFd> + Into<OwnedFd>> Registered<S> {
+    /// A second registration of the same socket under a duplicated descriptor
+    /// (`try_clone`): non-blocking as the original, since the mode belongs to the
+    /// open socket.
+    pub(crate) fn try_clone(&self) -> io::Result<Self> {
+        Registered::new(S::from(self.sock.as_fd().try_clone_to_owned()?))
+    }
+
     /// Adopts a socket made elsewhere (`from_std`): sets non-blocking mode and
     /// registers it.
     ///
@@ -459,7 +512,7 @@ pub(crate) fn io_loop<R>(
                     return Ok(r);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    pd.clear(dir, seq);
+                    pd.clear_empty(dir, seq);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::poll::Dir;
 use super::socket::{each_addr, Registered};
 
 /// A TCP listener on the netpoller.
@@ -41,7 +40,7 @@ impl TcpListener {
 
     /// An endless iterator of `accept` results.
     pub fn incoming(&self) -> Incoming<'_> {
-        Incoming { listener: self }
+        self.into_iter()
     }
 
     /// The address bound to.
@@ -73,7 +72,7 @@ impl TcpListener {
     /// ```
     pub fn try_clone(&self) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            reg: Registered::new(self.reg.sock.try_clone()?)?,
+            reg: self.reg.try_clone()?,
         })
     }
 
@@ -118,25 +117,7 @@ impl TcpListener {
     }
 }
 
-impl<'a> IntoIterator for &'a TcpListener {
-    type Item = io::Result<TcpStream>;
-    type IntoIter = Incoming<'a>;
-    fn into_iter(self) -> Incoming<'a> {
-        self.incoming()
-    }
-}
-
-/// The iterator of [`TcpListener::incoming`].
-pub struct Incoming<'a> {
-    listener: &'a TcpListener,
-}
-
-impl Iterator for Incoming<'_> {
-    type Item = io::Result<TcpStream>;
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(self.listener.accept().map(|(s, _)| s))
-    }
-}
+super::socket::impl_incoming!(Incoming, TcpListener, TcpStream);
 
 /// A TCP connection on the netpoller.
 pub struct TcpStream {
@@ -230,7 +211,9 @@ impl TcpStream {
     /// A second handle to the same connection (a duplicated descriptor, registered on
     /// its own).
     pub fn try_clone(&self) -> io::Result<TcpStream> {
-        TcpStream::from_new(self.reg.sock.try_clone()?)
+        Ok(TcpStream {
+            reg: self.reg.try_clone()?,
+        })
     }
 
     /// Reads what the peer sent without taking it: the next read (or peek) gets the
@@ -261,27 +244,6 @@ impl TcpStream {
     /// `IP_TTL`.
     pub fn ttl(&self) -> io::Result<u32> {
         self.reg.sock.ttl()
-    }
-
-    /// Each read waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut` and leaves the stream usable.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
-    }
-
-    /// Each write waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
     }
 
     /// Closes the connection: shuts it down both ways and wakes blocked readers and
@@ -339,3 +301,4 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
 super::socket::impl_stream_io!(TcpStream);
 super::socket::impl_fd_conv!(TcpListener, TcpStream);
 super::socket::impl_socket!(TcpListener, TcpStream);
+super::socket::impl_timeouts!(TcpStream);

@@ -2,11 +2,9 @@
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
-use std::time::Duration;
 
 use socket2::SockAddr;
 
-use super::poll::Dir;
 use super::socket::{each_addr, Registered};
 
 /// A UDP socket on the netpoller.
@@ -107,27 +105,6 @@ impl UdpSocket {
     /// The local address.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         self.reg.sock.local_addr()
-    }
-
-    /// Each receive waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut`.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
-    }
-
-    /// Each send waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
     }
 
     /// Sets `SO_BROADCAST`.
@@ -246,9 +223,8 @@ impl UdpSocket {
 
     /// A second handle to the same socket (a duplicated descriptor).
     pub fn try_clone(&self) -> io::Result<UdpSocket> {
-        let s = self.reg.sock.try_clone()?;
         Ok(UdpSocket {
-            reg: Registered::new(s)?,
+            reg: self.reg.try_clone()?,
         })
     }
 
@@ -261,3 +237,4 @@ impl UdpSocket {
 
 super::socket::impl_socket!(UdpSocket);
 super::socket::impl_fd_conv!(UdpSocket);
+super::socket::impl_timeouts!(UdpSocket);

@@ -55,12 +55,11 @@ use std::time::Duration;
 
 use socket2::{Domain, SockAddr, Socket, Type};
 
-use super::poll::Dir;
 use super::socket::Registered;
 
-pub use std::os::unix::net::SocketAddr;
 #[doc(no_inline)]
 pub use std::os::linux::net::SocketAddrExt;
+pub use std::os::unix::net::SocketAddr;
 
 /// The first wait of a stream connect that found the listener's backlog full.
 const CONNECT_BACKOFF_MIN: Duration = Duration::from_millis(1);
@@ -165,7 +164,7 @@ impl UnixListener {
 
     /// An endless iterator of `accept` results (the streams only).
     pub fn incoming(&self) -> Incoming<'_> {
-        Incoming { listener: self }
+        self.into_iter()
     }
 
     /// The address bound to.
@@ -182,7 +181,7 @@ impl UnixListener {
     /// its own).
     pub fn try_clone(&self) -> io::Result<UnixListener> {
         Ok(UnixListener {
-            reg: Registered::new(self.reg.sock.try_clone()?)?,
+            reg: self.reg.try_clone()?,
         })
     }
 
@@ -205,25 +204,7 @@ impl UnixListener {
     }
 }
 
-impl<'a> IntoIterator for &'a UnixListener {
-    type Item = io::Result<UnixStream>;
-    type IntoIter = Incoming<'a>;
-    fn into_iter(self) -> Incoming<'a> {
-        self.incoming()
-    }
-}
-
-/// The iterator of [`UnixListener::incoming`].
-pub struct Incoming<'a> {
-    listener: &'a UnixListener,
-}
-
-impl Iterator for Incoming<'_> {
-    type Item = io::Result<UnixStream>;
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(self.listener.accept().map(|(s, _)| s))
-    }
-}
+super::socket::impl_incoming!(Incoming, UnixListener, UnixStream);
 
 /// A Unix stream connection on the netpoller. `Read` and `Write` are implemented for
 /// it and for `&UnixStream` (one reader and one writer at a time).
@@ -317,30 +298,8 @@ impl UnixStream {
     /// its own): one may read while the other writes.
     pub fn try_clone(&self) -> io::Result<UnixStream> {
         Ok(UnixStream {
-            reg: Registered::new(self.reg.sock.try_clone()?)?,
+            reg: self.reg.try_clone()?,
         })
-    }
-
-    /// Each read waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut` and leaves the stream usable. `Some(Duration::ZERO)` is
-    /// an `InvalidInput` error, as in std.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
-    }
-
-    /// Each write waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
     }
 
     /// The pending socket error, if any (`SO_ERROR`).
@@ -486,29 +445,8 @@ impl UnixDatagram {
     /// own).
     pub fn try_clone(&self) -> io::Result<UnixDatagram> {
         Ok(UnixDatagram {
-            reg: Registered::new(self.reg.sock.try_clone()?)?,
+            reg: self.reg.try_clone()?,
         })
-    }
-
-    /// Each receive waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut`.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
-    }
-
-    /// Each send waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
     }
 
     /// The pending socket error, if any (`SO_ERROR`).
@@ -538,3 +476,4 @@ impl UnixDatagram {
 super::socket::impl_socket!(UnixListener, UnixStream, UnixDatagram);
 super::socket::impl_stream_io!(UnixStream);
 super::socket::impl_fd_conv!(UnixListener, UnixStream, UnixDatagram);
+super::socket::impl_timeouts!(UnixStream, UnixDatagram);
