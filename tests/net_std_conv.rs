@@ -29,7 +29,10 @@ fn both(body: impl Fn() + Send + Sync + 'static) {
         let body = Arc::new(body);
         body();
         let b = body.clone();
-        goro::go!(move || b()).join().unwrap();
+        // The coroutine's panic, re-raised with its message.
+        if let Err(p) = goro::go!(move || b()).join() {
+            std::panic::resume_unwind(p);
+        }
     });
 }
 

@@ -413,6 +413,14 @@ impl<S: AsRawFd> Registered<S> {
 }
 
 impl<S: AsRawFd + AsFd + From<OwnedFd> + Into<OwnedFd>> Registered<S> {
+    /// A stream's `close`: closes the descriptor (its waiters wake with the close
+    /// error), then shuts the socket down both ways (the peer reads EOF). In this
+    /// order a waiter cannot be woken by the shutdown's edge first and read an EOF.
+    pub(crate) fn close_shutdown(&self) {
+        self.close();
+        let _ = socket2::SockRef::from(&self.sock).shutdown(std::net::Shutdown::Both);
+    }
+
     /// A second registration of the same socket under a duplicated descriptor
     /// (`try_clone`): non-blocking as the original, since the mode belongs to the
     /// open socket.

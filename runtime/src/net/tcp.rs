@@ -250,8 +250,7 @@ impl TcpStream {
     /// writers with an error; later operations fail too. The descriptor is released
     /// when the stream is dropped.
     pub fn close(&self) {
-        let _ = self.reg.sock.shutdown(Shutdown::Both);
-        self.reg.close();
+        self.reg.close_shutdown();
     }
 
     /// The pending socket error, if any (`SO_ERROR`).

@@ -311,8 +311,7 @@ impl UnixStream {
     /// writers with an error; later operations fail too. The descriptor is released
     /// when the stream is dropped.
     pub fn close(&self) {
-        let _ = self.reg.sock.shutdown(Shutdown::Both);
-        self.reg.close();
+        self.reg.close_shutdown();
     }
 
     /// Adopts a stream made elsewhere: sets it non-blocking and registers it. Data
