@@ -13,7 +13,6 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::with_timeout;
 use goro::net::{TcpListener, TcpStream, UdpSocket, UnixDatagram, UnixListener, UnixStream};
 
 const T: Duration = Duration::from_secs(120);
@@ -23,17 +22,9 @@ fn under_maxprocs_1_and_2() {
     common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
 }
 
-/// Runs `body` on this (plain) thread, then on a coroutine, under the watchdog.
+/// Runs `body` on a plain thread, then on a coroutine (see `common`).
 fn both(body: impl Fn() + Send + Sync + 'static) {
-    with_timeout(T, move || {
-        let body = Arc::new(body);
-        body();
-        let b = body.clone();
-        // The coroutine's panic, re-raised with its message.
-        if let Err(p) = goro::go!(move || b()).join() {
-            std::panic::resume_unwind(p);
-        }
-    });
+    common::on_thread_and_coroutine(T, body);
 }
 
 /// Whether `fd` is in non-blocking mode as its user sees it (`F_GETFL`; with the
@@ -493,7 +484,7 @@ fn multicast_join_and_leave_on_loopback() {
 #[cfg(feature = "hooks")]
 #[test]
 fn from_std_after_the_hooks_registered_the_socket() {
-    with_timeout(T, || {
+    common::with_timeout(T, || {
         goro::go!(|| {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             let mut c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();

@@ -52,17 +52,9 @@ impl Drop for TempDir {
     }
 }
 
-/// Runs `body` on this (plain) thread, then on a coroutine, under the watchdog.
+/// Runs `body` on a plain thread, then on a coroutine (see `common`).
 fn both(body: impl Fn() + Send + Sync + 'static) {
-    with_timeout(T, move || {
-        let body = Arc::new(body);
-        body();
-        let b = body.clone();
-        // The coroutine's panic, re-raised with its message.
-        if let Err(p) = goro::go!(move || b()).join() {
-            std::panic::resume_unwind(p);
-        }
-    });
+    common::on_thread_and_coroutine(T, body);
 }
 
 /// Echoes every connection until EOF, one coroutine per connection.
