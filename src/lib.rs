@@ -136,8 +136,12 @@ pub mod chan {
 pub use goro_sync::select;
 
 /// Sockets on the netpoller: [`TcpListener`](net::TcpListener),
-/// [`TcpStream`](net::TcpStream), [`UdpSocket`](net::UdpSocket). Blocking calls park
-/// a coroutine (or block a plain thread) until the socket is ready.
+/// [`TcpStream`](net::TcpStream), [`UdpSocket`](net::UdpSocket), and the Unix domain
+/// sockets [`UnixListener`](net::UnixListener), [`UnixStream`](net::UnixStream),
+/// [`UnixDatagram`](net::UnixDatagram) (with std's unix address type as
+/// [`net::unix::SocketAddr`]). Blocking calls park a coroutine (or block a plain
+/// thread) until the socket is ready; each type converts from and to std's
+/// (`from_std`, `into_std`, descriptors).
 pub mod net {
     pub use goro_runtime::net::*;
 }

@@ -20,25 +20,21 @@
 //!   an assertion, so that assertion counts.
 
 // Not ported (std test — why):
-// tcp::ttl — no `TcpListener::set_ttl`/`ttl` nor `TcpStream::set_ttl`/`ttl` (through
-//     socket2::SockRef it would test only the kernel, not goro).
 // tcp::set_nonblocking — no `set_nonblocking` on `TcpListener`/`TcpStream`: goro's
 //     sockets are non-blocking underneath and block the caller by design.
-// tcp::peek — no `TcpStream::peek` (and its second half needs `set_nonblocking`).
-// udp::connect_send_peek_recv — no `UdpSocket::peek`.
-// udp::peek_from — no `UdpSocket::peek_from`.
-// udp::ttl — no `UdpSocket::set_ttl`/`ttl`.
 // udp::hop_limit — no `UdpSocket::set_hop_limit_v6`/`hop_limit_v6` (unstable in std).
 // udp::set_nonblocking — no `UdpSocket::set_nonblocking`.
 // udp::send_datagram_larger_than_c_int_max, non-unix variant — not unix (std builds
 //     it for non-unix targets only, and `#[ignore]`s it); the unix variant is ported.
 //
 // Ported with a stand-in:
-// tcp::clone_accept_smoke, tcp::clone_accept_concurrent — no `TcpListener::try_clone`;
-//     the two handles are two `Arc`s of one listener (one descriptor, not two).
-// tcp::linger — no `TcpStream::set_linger`/`linger`; the option is read and set
-//     through `socket2::SockRef` on goro's descriptor (the point kept: goro's stream
-//     starts with no linger, as std's, and its descriptor takes the option).
+// tcp::peek — its second half peeks a non-blocking stream for `WouldBlock`; goro has
+//     no `set_nonblocking`, so the stand-in is a peek with a read timeout, which
+//     gives goro's `TimedOut`.
+// tcp::linger — no `TcpStream::set_linger`/`linger` (unstable in std, `tcp_linger`);
+//     the option is read and set through `socket2::SockRef` on goro's descriptor (the
+//     point kept: goro's stream starts with no linger, as std's, and its descriptor
+//     takes the option).
 //
 // Differences from std found while porting (asserted as goro documents them):
 // - Timeouts: goro reports an expired read timeout as `ErrorKind::TimedOut` (its
@@ -50,7 +46,7 @@ mod common;
 use std::io::{ErrorKind, IoSlice, IoSliceMut, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use goro::chan::channel;
@@ -693,10 +689,8 @@ mod tcp {
     fn clone_accept_smoke() {
         on_coroutine(|| {
             each_ip(|any| {
-                // No TcpListener::try_clone in goro: two Arcs stand in for two handles.
-                let (l, addr) = listen(any);
-                let a = Arc::new(l);
-                let a2 = a.clone();
+                let (a, addr) = listen(any);
+                let a2 = a.try_clone().unwrap();
                 let c1 = goro::go!(move || drop(TcpStream::connect(addr)));
                 let c2 = goro::go!(move || drop(TcpStream::connect(addr)));
                 a.accept().unwrap();
@@ -712,9 +706,8 @@ mod tcp {
     fn clone_accept_concurrent() {
         on_coroutine(|| {
             each_ip(|any| {
-                let (l, addr) = listen(any);
-                let a = Arc::new(l);
-                let a2 = a.clone();
+                let (a, addr) = listen(any);
+                let a2 = a.try_clone().unwrap();
                 let (tx, rx) = channel(2);
                 let tx2 = tx.clone();
                 // Two acceptors wait on the one listener at the same time.
@@ -852,6 +845,49 @@ mod tcp {
             assert!(s.nodelay().unwrap());
             s.set_nodelay(false).unwrap();
             assert!(!s.nodelay().unwrap());
+        });
+    }
+
+    /// std: net/tcp/tests.rs ttl.
+    #[test]
+    fn ttl() {
+        on_coroutine(|| {
+            let ttl = 100;
+            let (l, addr) = listen(LOCAL4);
+            l.set_ttl(ttl).unwrap();
+            assert_eq!(l.ttl().unwrap(), ttl);
+            let s = TcpStream::connect(addr).unwrap();
+            s.set_ttl(ttl).unwrap();
+            assert_eq!(s.ttl().unwrap(), ttl);
+        });
+    }
+
+    /// std: net/tcp/tests.rs peek.
+    #[test]
+    fn peek() {
+        on_coroutine(|| {
+            each_ip(|any| {
+                let (l, addr) = listen(any);
+                let (done_tx, done_rx) = channel::<()>(1);
+                let server = goro::go!(move || {
+                    let (mut c, _) = l.accept().unwrap();
+                    c.write_all(&[1, 3, 3, 7]).unwrap();
+                    done_rx.recv().unwrap();
+                });
+                let mut c = TcpStream::connect(addr).unwrap();
+                let mut b = [0u8; 10];
+                for _ in 1..3 {
+                    assert_eq!(c.peek(&mut b).unwrap(), 4);
+                }
+                assert_eq!(c.read(&mut b).unwrap(), 4);
+                assert_eq!(&b[..4], &[1, 3, 3, 7]);
+                // std: set_nonblocking, then peek gives WouldBlock. Stand-in: a timeout.
+                c.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                let e = c.peek(&mut b).expect_err("peek with nothing queued");
+                assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
+                done_tx.send(()).unwrap();
+                join(server);
+            })
         });
     }
 
@@ -1119,6 +1155,60 @@ mod udp {
             let mut buf = [0u8; 11];
             let n = s.recv(&mut buf).unwrap();
             assert_eq!(&buf[..n], b"hello world");
+        });
+    }
+
+    /// std: net/udp/tests.rs connect_send_peek_recv.
+    #[test]
+    fn connect_send_peek_recv() {
+        on_coroutine(|| {
+            for any in loopbacks() {
+                let s = UdpSocket::bind(any).unwrap();
+                let addr = s.local_addr().unwrap();
+                s.connect(addr).unwrap();
+                let msg = b"hello world";
+                s.send(msg).unwrap();
+                for _ in 1..3 {
+                    let mut buf = [0u8; 11];
+                    assert_eq!(s.peek(&mut buf).unwrap(), 11);
+                    assert_eq!(&buf, msg);
+                }
+                let mut buf = [0u8; 11];
+                assert_eq!(s.recv(&mut buf).unwrap(), 11);
+                assert_eq!(&buf, msg);
+            }
+        });
+    }
+
+    /// std: net/udp/tests.rs peek_from.
+    #[test]
+    fn peek_from() {
+        on_coroutine(|| {
+            for any in loopbacks() {
+                let s = UdpSocket::bind(any).unwrap();
+                let addr = s.local_addr().unwrap();
+                s.send_to(b"hello world", addr).unwrap();
+                for _ in 1..3 {
+                    let mut buf = [0u8; 11];
+                    let (n, from) = s.peek_from(&mut buf).unwrap();
+                    assert_eq!((n, &buf), (11, b"hello world"));
+                    assert!(same_addr(from, addr), "{from} != {addr}");
+                }
+                let mut buf = [0u8; 11];
+                let (n, _) = s.recv_from(&mut buf).unwrap();
+                assert_eq!((n, &buf), (11, b"hello world"));
+            }
+        });
+    }
+
+    /// std: net/udp/tests.rs ttl.
+    #[test]
+    fn ttl() {
+        on_coroutine(|| {
+            let ttl = 100;
+            let s = UdpSocket::bind(LOCAL4).unwrap();
+            s.set_ttl(ttl).unwrap();
+            assert_eq!(s.ttl().unwrap(), ttl);
         });
     }
 

@@ -19,7 +19,7 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::net::poll::Dir;
-use crate::net::socket::{io_loop, Registered};
+use crate::net::socket::{io_loop, set_nonblocking, Registered};
 use crate::sys::{self, os_err};
 
 /// A descriptor on the netpoller: reads and writes that would block park the calling
@@ -91,7 +91,7 @@ impl<T: AsFd> PollFd<T> {
             }
         })?;
         // From here on `Registered`'s drop deregisters if setting the mode fails.
-        let restore = set_nonblocking(fd, true)?;
+        let restore = set_nonblocking(reg.sock.as_fd(), true)?;
         Ok(PollFd {
             reg: std::mem::ManuallyDrop::new(reg),
             restore,
@@ -257,7 +257,7 @@ impl<T: AsFd> PollFd<T> {
         let restore = me.restore;
         let inner = reg.into_inner();
         if restore {
-            let _ = set_nonblocking(inner.as_fd().as_raw_fd(), false);
+            let _ = set_nonblocking(inner.as_fd(), false);
         }
         inner
     }
@@ -272,35 +272,11 @@ impl<T: AsFd> Drop for PollFd<T> {
             // duplicate may share the open file). Deregistering first keeps the
             // poller's waiters off a descriptor that blocks.
             let inner = reg.into_inner();
-            let _ = set_nonblocking(inner.as_fd().as_raw_fd(), false);
+            let _ = set_nonblocking(inner.as_fd(), false);
         } else {
             drop(reg);
         }
     }
-}
-
-/// Sets or clears `O_NONBLOCK` on `fd`; returns whether it changed anything. Through
-/// libc's `fcntl`, so that with the `hooks` feature the hooks learn the descriptor
-/// is non-blocking by the user's wish and leave its calls alone.
-fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<bool> {
-    // SAFETY: F_GETFL takes no argument and touches no memory.
-    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if fl < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let new = if on {
-        fl | libc::O_NONBLOCK
-    } else {
-        fl & !libc::O_NONBLOCK
-    };
-    if new == fl {
-        return Ok(false);
-    }
-    // SAFETY: F_SETFL takes an int of flags and touches no memory.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(true)
 }
 
 /// `Read` and `Write`, for `PollFd<T>` and `&PollFd<T>` alike, are `read(2)`,

@@ -48,6 +48,20 @@ pub fn with_timeout<T: Send + 'static>(
     }
 }
 
+/// Runs `body` on a plain thread, then on a coroutine, under a [`with_timeout`]
+/// watchdog of `limit` for the two: the integration tests' "from coroutines and plain
+/// threads". A panic in either is re-raised with its message.
+pub fn on_thread_and_coroutine(limit: Duration, body: impl Fn() + Send + Sync + 'static) {
+    with_timeout(limit, move || {
+        let body = std::sync::Arc::new(body);
+        body();
+        let b = body.clone();
+        if let Err(p) = goro::go!(move || b()).join() {
+            std::panic::resume_unwind(p);
+        }
+    });
+}
+
 /// Re-runs every other test of this test binary in two child processes, with
 /// `GORO_MAXPROCS=1` and `GORO_MAXPROCS=2`, and fails if either fails. `skip` names
 /// tests not to re-run (heavy tests that do not depend on the number of Ps, and the

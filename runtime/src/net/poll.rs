@@ -53,11 +53,14 @@
 //! from 1.45 system calls per request to 1. Clearing is safe only if no edge that came after the operation
 //! started is forgotten: every edge bumps the slot's count, the operation reads the
 //! count before its call, and `clear` does nothing if the count moved. Three edges
-//! stay for good and are never cleared: a hang-up or error; the peer's FIN
+//! stay for good, never cleared by a short call's hint: a hang-up or error; the peer's FIN
 //! (`EPOLLRDHUP`), because data and a FIN that arrive before a read raise one edge
 //! between them, and after the short read that takes the data no edge would come for
 //! the EOF; and urgent data (`EPOLLPRI`), because a read stops short at the urgent
-//! mark with the rest of the data queued behind it.
+//! mark with the rest of the data queued behind it. A call that fails with
+//! `WouldBlock` clears even those (`PollDesc::clear_empty`): the kernel has just said
+//! the socket is empty, which happens after an error edge a datagram socket's call
+//! took (an ICMP error reported once).
 //!
 //! Only one M blocks in the poller at a time (`busy`), and a quick poll never runs
 //! beside it (it needs the event buffer's lock, which the blocking M holds). The
@@ -123,7 +126,8 @@ struct SlotState {
     next_ticket: u64,
     closed: bool,
     /// An edge said the socket stays ready in this direction (see `Slot::ready`):
-    /// `ready` is never cleared again.
+    /// `ready` is not cleared again, unless a call finds the socket empty
+    /// (`PollDesc::clear_empty`).
     for_good: bool,
     /// A caller holds the turn (see "many waiters"): it was woken from the queue or
     /// consumed `ready`, and will retry its call. While it does, an edge wakes nobody
@@ -282,6 +286,25 @@ impl PollDesc {
         // lock-free reader of `drained` takes it as a hint (see `drained`).
         if slot.seq.load(Ordering::Relaxed) == seq && !st.closed && !st.for_good {
             st.ready = false;
+            slot.drained.store(DRAINED | seq as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// An operation that started when the edge count was `seq` failed with
+    /// `WouldBlock`: the kernel says the socket is not ready in `dir` now. As
+    /// [`PollDesc::clear`], and more: readiness that was for good is forgotten too.
+    /// "For good" is right for a hang-up or the peer's FIN, after which no call finds
+    /// the socket empty; but an error edge (`EPOLLERR`) on a datagram socket, an ICMP
+    /// error, is taken by the call that reports it (`SO_ERROR` is cleared), and a call
+    /// after it can find the socket empty. Keeping that slot ready would make every
+    /// later wait return at once, a busy loop that ignores its deadline.
+    pub(crate) fn clear_empty(&self, dir: Dir, seq: u32) {
+        let slot = self.slot(dir);
+        let mut st = slot.lock();
+        // Relaxed, both: as in `clear`.
+        if slot.seq.load(Ordering::Relaxed) == seq && !st.closed {
+            st.ready = false;
+            st.for_good = false;
             slot.drained.store(DRAINED | seq as u64, Ordering::Relaxed);
         }
     }
@@ -492,6 +515,25 @@ mod tests {
         pd.close();
         pd.clear(Dir::Write, pd.seq(Dir::Write));
         assert!(!drained(&pd, Dir::Write));
+    }
+
+    /// A call that found the socket empty forgets even readiness that was for good
+    /// (an error edge a datagram socket's call has taken), unless an edge came since.
+    #[test]
+    fn would_block_forgets_an_error_edge() {
+        let pd = PollDesc::new(-1, 0);
+        let d = Dir::Read;
+        pd.read.ready(true, &mut Vec::new());
+        let seq = pd.seq(d);
+        pd.read.ready(true, &mut Vec::new());
+        pd.clear_empty(d, seq);
+        assert!(pd.read.lock().for_good, "cleared despite a later edge");
+        let seq = pd.seq(d);
+        pd.clear_empty(d, seq);
+        let st = pd.read.lock();
+        assert!(!st.ready && !st.for_good);
+        drop(st);
+        assert!(pd.drained(d, seq));
     }
 
     /// The count wraps instead of overflowing (a long-lived socket sees 2^32 edges).

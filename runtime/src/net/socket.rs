@@ -1,16 +1,25 @@
 //! What every socket type shares: its registration with the poller (`Registered`,
-//! which runs the try-wait-retry loop of each operation), its timeouts, name
-//! resolution, and the `AsFd`/`Debug` impls.
+//! which runs the try-wait-retry loop of each operation), the operations of stream and
+//! datagram sockets on it, `accept`, its timeouts, name resolution, the conversions
+//! to and from std's sockets and descriptors, and the `AsFd`/`Debug` impls.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
+use socket2::SockAddr;
+
 use super::poll::{closed_error, Dir, PollDesc};
+use crate::sys;
+
+/// The first back-off after `accept` finds no descriptor left (EMFILE, ENFILE).
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
+/// The longest one.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// `AsRawFd`, `AsFd` and std's `Debug` (`TcpStream { addr: .., peer: .., fd: 4 }`)
 /// for socket types that keep their std socket in `self.reg.sock`.
@@ -36,6 +45,195 @@ macro_rules! impl_socket {
     )+};
 }
 pub(crate) use impl_socket;
+
+/// `Read` and `Write` for a stream socket type and for a shared reference to it (one
+/// reader and one writer at a time, as std's), on `self.reg`'s stream operations.
+macro_rules! impl_stream_io {
+    ($($t:ty),+) => {$(
+        super::socket::impl_stream_io!(@one $t);
+        super::socket::impl_stream_io!(@one &$t);
+    )+};
+    (@one $t:ty) => {
+        impl std::io::Read for $t {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                self.reg.read(buf)
+            }
+            fn read_vectored(
+                &mut self,
+                bufs: &mut [std::io::IoSliceMut<'_>],
+            ) -> std::io::Result<usize> {
+                self.reg.read_vectored(bufs)
+            }
+        }
+
+        impl std::io::Write for $t {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.reg.write(buf)
+            }
+            fn write_vectored(&mut self, bufs: &[std::io::IoSlice<'_>]) -> std::io::Result<usize> {
+                self.reg.write_vectored(bufs)
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+    };
+}
+pub(crate) use impl_stream_io;
+
+/// std's four timeout methods for socket types whose `self.reg` has per-direction
+/// timeouts (all but the listeners).
+macro_rules! impl_timeouts {
+    ($($t:ty),+) => {$(
+        impl $t {
+            /// Each read (receive) waits at most `timeout` (`None`: no limit); expiry is
+            /// `ErrorKind::TimedOut` and leaves the socket usable. `Some(Duration::ZERO)`
+            /// is an `InvalidInput` error, as in std.
+            pub fn set_read_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.reg.timeouts.set(super::poll::Dir::Read, timeout)
+            }
+
+            /// Each write (send) waits at most `timeout` (`None`: no limit), as
+            /// [`set_read_timeout`](Self::set_read_timeout) for reads.
+            pub fn set_write_timeout(
+                &self,
+                timeout: Option<std::time::Duration>,
+            ) -> std::io::Result<()> {
+                self.reg.timeouts.set(super::poll::Dir::Write, timeout)
+            }
+
+            /// The read timeout.
+            pub fn read_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.reg.timeouts.get(super::poll::Dir::Read))
+            }
+
+            /// The write timeout.
+            pub fn write_timeout(&self) -> std::io::Result<Option<std::time::Duration>> {
+                Ok(self.reg.timeouts.get(super::poll::Dir::Write))
+            }
+        }
+    )+};
+}
+pub(crate) use impl_timeouts;
+
+/// std's `incoming` iterator `$it` of listener `$l` (its `accept`'s streams `$s`),
+/// and `IntoIterator for &$l` giving it.
+macro_rules! impl_incoming {
+    ($it:ident, $l:ty, $s:ty) => {
+        /// The endless iterator of the listener's `incoming`: each item is an
+        /// `accept`'s stream (or its error).
+        pub struct $it<'a> {
+            listener: &'a $l,
+        }
+
+        impl Iterator for $it<'_> {
+            type Item = std::io::Result<$s>;
+            fn next(&mut self) -> Option<Self::Item> {
+                Some(self.listener.accept().map(|(s, _)| s))
+            }
+        }
+
+        impl<'a> IntoIterator for &'a $l {
+            type Item = std::io::Result<$s>;
+            type IntoIter = $it<'a>;
+            fn into_iter(self) -> $it<'a> {
+                $it { listener: self }
+            }
+        }
+    };
+}
+pub(crate) use impl_incoming;
+
+/// The descriptor conversions of a socket type with `from_std` and `self.reg`:
+/// `TryFrom<OwnedFd>` (registration can fail, so not `From`: tokio offers neither),
+/// `From<T> for OwnedFd` and `IntoRawFd` (deregistered and back in blocking mode, as
+/// `into_std`), and `FromRawFd`, whose signature cannot fail: it panics if the
+/// registration does (see "Conversions" in `net/mod.rs`).
+macro_rules! impl_fd_conv {
+    ($($t:ident),+) => {$(
+        impl TryFrom<std::os::fd::OwnedFd> for $t {
+            type Error = std::io::Error;
+            /// [`from_std`](Self::from_std) of the descriptor: non-blocking, registered.
+            fn try_from(fd: std::os::fd::OwnedFd) -> std::io::Result<$t> {
+                $t::from_std(fd.into())
+            }
+        }
+
+        impl From<$t> for std::os::fd::OwnedFd {
+            /// The descriptor, deregistered and in blocking mode again.
+            fn from(s: $t) -> std::os::fd::OwnedFd {
+                s.reg.into_blocking().into()
+            }
+        }
+
+        impl std::os::fd::IntoRawFd for $t {
+            /// As `OwnedFd::from`: deregistered, blocking.
+            fn into_raw_fd(self) -> std::os::fd::RawFd {
+                std::os::fd::IntoRawFd::into_raw_fd(std::os::fd::OwnedFd::from(self))
+            }
+        }
+
+        impl std::os::fd::FromRawFd for $t {
+            /// Adopts `fd` as [`TryFrom<OwnedFd>`](TryFrom) does.
+            ///
+            /// # Panics
+            ///
+            /// If the descriptor cannot be made non-blocking or registered with the
+            /// poller (not a socket, the poller's limit `fs.epoll.max_user_watches`
+            /// reached): the trait's signature cannot return the error. Code that must
+            /// not panic uses `TryFrom<OwnedFd>` or `from_std`.
+            ///
+            /// # Safety
+            ///
+            /// As `OwnedFd::from_raw_fd`: `fd` is open and owned by nothing else.
+            unsafe fn from_raw_fd(fd: std::os::fd::RawFd) -> $t {
+                // SAFETY: the caller's contract, passed on.
+                let owned = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+                $t::try_from(owned).unwrap_or_else(|e| {
+                    panic!(
+                        concat!(
+                            "goro::net::",
+                            stringify!($t),
+                            "::from_raw_fd({}): the descriptor could not be adopted ",
+                            "(made non-blocking and registered with the poller): {}"
+                        ),
+                        fd, e
+                    )
+                })
+            }
+        }
+    )+};
+}
+pub(crate) use impl_fd_conv;
+
+/// Sets or clears `O_NONBLOCK` on `fd`; returns whether it changed anything (so
+/// `goro::io::PollFd` can put back what it found). Through libc's `fcntl`, so that
+/// with the `hooks` feature the hooks learn the user's mode (a descriptor non-blocking
+/// by the user's wish has its calls left alone).
+pub(crate) fn set_nonblocking(fd: impl AsFd, on: bool) -> io::Result<bool> {
+    let fd = fd.as_fd().as_raw_fd();
+    // SAFETY: F_GETFL takes no argument and touches no memory.
+    let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if fl < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let new = if on {
+        fl | libc::O_NONBLOCK
+    } else {
+        fl & !libc::O_NONBLOCK
+    };
+    if new == fl {
+        return Ok(false);
+    }
+    // SAFETY: F_SETFL takes an int of flags and touches no memory.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(true)
+}
 
 /// A non-blocking socket and its poll descriptor. Deregisters before the socket closes.
 pub(crate) struct Registered<S: AsFd> {
@@ -113,14 +311,182 @@ impl<S: AsFd> Registered<S> {
         self.pd.close();
     }
 
-    /// Deregisters the descriptor and hands it back, still open (`goro::io::PollFd`).
+    /// Deregisters and hands back the socket, still non-blocking.
     pub(crate) fn into_inner(self) -> S {
         let me = std::mem::ManuallyDrop::new(self);
+        // As in `drop`: off the poller before the socket can be closed.
         me.pd.deregister();
-        // SAFETY: `me` is never used nor dropped again, so each field is moved out
-        // exactly once; `timeouts` holds only atomics and needs no drop.
+        // SAFETY: `me` is never used or dropped again, so each field moved out here is
+        // moved out once; `timeouts` (plain atomics) needs no drop.
         let (pd, sock) = unsafe { (std::ptr::read(&me.pd), std::ptr::read(&me.sock)) };
         drop(pd);
+        sock
+    }
+
+    /// Waits for a connection (`accept4`, the new socket non-blocking and close-on-exec
+    /// at birth). When the process runs out of file descriptors (EMFILE, ENFILE) or
+    /// memory it backs off (5 ms, doubling up to 1 s) and retries rather than failing
+    /// or spinning; connections wait in the kernel's backlog meanwhile. A connection
+    /// aborted before it was accepted is skipped.
+    pub(crate) fn accept(&self) -> io::Result<(OwnedFd, SockAddr)> {
+        let mut backoff = ACCEPT_BACKOFF_MIN;
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        loop {
+            match self.io(Dir::Read, |l| {
+                sys::os_err(sys::accept4(l.as_fd().as_raw_fd(), flags))
+            }) {
+                Ok((fd, addr)) => {
+                    // SAFETY: accept4 just returned `fd`, which nothing else owns.
+                    return Ok((unsafe { OwnedFd::from_raw_fd(fd) }, addr));
+                }
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+                    ) =>
+                {
+                    crate::time::sleep(backoff);
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A stream read (`recv`); a short one drained the socket.
+    pub(crate) fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        let len = buf.len();
+        self.io_draining(
+            Dir::Read,
+            |s| sys::os_err(sys::recv(s.as_fd().as_raw_fd(), buf, 0)),
+            |&n| 0 < n && n < len,
+        )
+    }
+
+    /// One `readv` into all of `bufs`, as std's.
+    pub(crate) fn read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        let len: usize = bufs.iter().map(|b| b.len()).sum();
+        self.io_draining(
+            Dir::Read,
+            |s| sys::os_err(sys::readv(s.as_fd().as_raw_fd(), bufs)),
+            |&n| 0 < n && n < len,
+        )
+    }
+
+    /// A stream write (`send` with `MSG_NOSIGNAL`); a short one filled the socket.
+    pub(crate) fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        let len = buf.len();
+        self.io_draining(
+            Dir::Write,
+            |s| sys::os_err(sys::send(s.as_fd().as_raw_fd(), buf, libc::MSG_NOSIGNAL)),
+            |&n| 0 < n && n < len,
+        )
+    }
+
+    /// One `writev` from all of `bufs`.
+    pub(crate) fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.io(Dir::Write, |s| {
+            sys::os_err(sys::writev(s.as_fd().as_raw_fd(), bufs))
+        })
+    }
+
+    /// A `recv` with `flags` (`MSG_PEEK` for a peek): a datagram, or a stream's bytes
+    /// without the drained hint (a peek leaves the bytes queued, so a short one says
+    /// nothing about the next read).
+    pub(crate) fn recv(&self, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+        self.io(Dir::Read, |s| {
+            sys::os_err(sys::recv(s.as_fd().as_raw_fd(), buf, flags))
+        })
+    }
+
+    /// A `recvfrom` with `flags`: a datagram and its sender.
+    pub(crate) fn recv_from(
+        &self,
+        buf: &mut [u8],
+        flags: libc::c_int,
+    ) -> io::Result<(usize, SockAddr)> {
+        self.io(Dir::Read, |s| {
+            sys::os_err(sys::recv_from(s.as_fd().as_raw_fd(), buf, flags))
+        })
+    }
+
+    /// A datagram to the connected peer.
+    pub(crate) fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.io(Dir::Write, |s| {
+            sys::os_err(sys::send(s.as_fd().as_raw_fd(), buf, libc::MSG_NOSIGNAL))
+        })
+    }
+
+    /// A datagram to `addr`.
+    pub(crate) fn send_to(&self, buf: &[u8], addr: &SockAddr) -> io::Result<usize> {
+        self.io(Dir::Write, |s| {
+            sys::os_err(sys::send_to(
+                s.as_fd().as_raw_fd(),
+                buf,
+                addr,
+                libc::MSG_NOSIGNAL,
+            ))
+        })
+    }
+}
+
+impl<S: AsRawFd + AsFd + From<OwnedFd> + Into<OwnedFd>> Registered<S> {
+    /// A stream's `close`: closes the descriptor (its waiters wake with the close
+    /// error), then shuts the socket down both ways (the peer reads EOF). In this
+    /// order a waiter cannot be woken by the shutdown's edge first and read an EOF.
+    pub(crate) fn close_shutdown(&self) {
+        self.close();
+        let _ = socket2::SockRef::from(&self.sock).shutdown(std::net::Shutdown::Both);
+    }
+
+    /// A second registration of the same socket under a duplicated descriptor
+    /// (`try_clone`): non-blocking as the original, since the mode belongs to the
+    /// open socket.
+    pub(crate) fn try_clone(&self) -> io::Result<Self> {
+        Registered::new(S::from(self.sock.as_fd().try_clone_to_owned()?))
+    }
+
+    /// Adopts a socket made elsewhere (`from_std`): sets non-blocking mode and
+    /// registers it.
+    ///
+    /// If the poller already holds the descriptor (with the `hooks`, a std socket a
+    /// coroutine has blocked on is registered by the hooks; without them, a descriptor
+    /// a second goro socket was made from), the socket is adopted under a duplicate
+    /// descriptor and the original closed, which also ends that registration (the
+    /// hooks' `close`). Its `as_raw_fd` then differs from the one given.
+    pub(crate) fn adopt(sock: S) -> io::Result<Self> {
+        set_nonblocking(&sock, true)?;
+        match PollDesc::register(sock.as_raw_fd()) {
+            Ok(pd) => Ok(Registered {
+                pd,
+                sock,
+                timeouts: Timeouts::default(),
+            }),
+            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {
+                let fd: OwnedFd = sock.into();
+                let dup = fd.try_clone()?;
+                drop(fd);
+                Registered::new(S::from(dup))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deregisters and hands back the socket in blocking mode, as std makes them
+    /// (`into_std`).
+    pub(crate) fn into_std(self) -> io::Result<S> {
+        let sock = self.into_inner();
+        set_nonblocking(&sock, false)?;
+        Ok(sock)
+    }
+
+    /// [`Registered::into_std`] for conversions that cannot fail (`OwnedFd::from`):
+    /// `FIONBIO` on an open descriptor fails only for a descriptor that is not open
+    /// (`EBADF`), which an owned socket is not, so its result is not needed.
+    pub(crate) fn into_blocking(self) -> S {
+        let sock = self.into_inner();
+        let _ = set_nonblocking(&sock, false);
         sock
     }
 }
@@ -173,7 +539,7 @@ pub(crate) fn io_loop<R>(
                     return Ok(r);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    pd.clear(dir, seq);
+                    pd.clear_empty(dir, seq);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {

@@ -1,20 +1,12 @@
 //! TCP: [`TcpListener`] and [`TcpStream`].
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use super::poll::Dir;
 use super::socket::{each_addr, Registered};
-use crate::sys;
-
-/// The first back-off after `accept` finds no descriptor left (EMFILE, ENFILE).
-const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
-/// The longest one.
-const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A TCP listener on the netpoller.
 pub struct TcpListener {
@@ -36,39 +28,19 @@ impl TcpListener {
     /// ENFILE) it backs off (5 ms, doubling up to 1 s) and retries rather than failing
     /// or spinning; connections wait in the kernel's backlog meanwhile.
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let mut backoff = ACCEPT_BACKOFF_MIN;
-        loop {
-            // accept4 with SOCK_NONBLOCK: the new socket is non-blocking at birth.
-            let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
-            match self.reg.io(Dir::Read, |l| {
-                sys::os_err(sys::accept4(l.as_raw_fd(), flags))
-            }) {
-                Ok((fd, addr)) => {
-                    // SAFETY: accept4 just returned `fd`, which nothing else owns.
-                    let s = std::net::TcpStream::from(unsafe { OwnedFd::from_raw_fd(fd) });
-                    let addr = addr.as_socket().ok_or_else(|| {
-                        io::Error::new(io::ErrorKind::InvalidData, "accept: not an IP address")
-                    })?;
-                    return Ok((TcpStream::from_std(s)?, addr));
-                }
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-                    ) =>
-                {
-                    crate::time::sleep(backoff);
-                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
-                }
-                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
-                Err(e) => return Err(e),
-            }
-        }
+        let (fd, addr) = self.reg.accept()?;
+        let s = TcpStream {
+            reg: Registered::new(std::net::TcpStream::from(fd))?,
+        };
+        let addr = addr.as_socket().ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidData, "accept: not an IP address")
+        })?;
+        Ok((s, addr))
     }
 
     /// An endless iterator of `accept` results.
     pub fn incoming(&self) -> Incoming<'_> {
-        Incoming { listener: self }
+        self.into_iter()
     }
 
     /// The address bound to.
@@ -86,19 +58,66 @@ impl TcpListener {
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.reg.sock.take_error()
     }
-}
 
-/// The iterator of [`TcpListener::incoming`].
-pub struct Incoming<'a> {
-    listener: &'a TcpListener,
-}
+    /// A second handle to the same listener (a duplicated descriptor, registered on
+    /// its own): a connection goes to one of the two.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let l2 = l.try_clone().unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// let c = goro::net::TcpStream::connect(addr).unwrap();
+    /// let (s, _) = l2.accept().unwrap();
+    /// assert_eq!(s.peer_addr().unwrap(), c.local_addr().unwrap());
+    /// ```
+    pub fn try_clone(&self) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            reg: self.reg.try_clone()?,
+        })
+    }
 
-impl Iterator for Incoming<'_> {
-    type Item = io::Result<TcpStream>;
-    fn next(&mut self) -> Option<Self::Item> {
-        Some(self.listener.accept().map(|(s, _)| s))
+    /// Sets `IP_TTL`, the time-to-live of the packets sent by the connections it
+    /// accepts.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.reg.sock.set_ttl(ttl)
+    }
+
+    /// `IP_TTL`.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.reg.sock.ttl()
+    }
+
+    /// Adopts a listener made elsewhere (by std, socket2, or inherited from systemd):
+    /// sets it non-blocking and registers it with the poller. From here on its
+    /// `accept` parks a coroutine. Fails if the descriptor cannot be registered.
+    ///
+    /// ```
+    /// let std_l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let l = goro::net::TcpListener::from_std(std_l).unwrap();
+    /// assert!(l.local_addr().unwrap().port() != 0);
+    /// ```
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            reg: Registered::adopt(listener)?,
+        })
+    }
+
+    /// Hands the listener back to std: deregistered, and in blocking mode again, so
+    /// its `accept` blocks as any std listener's (tokio leaves it non-blocking; see
+    /// "Conversions" in the module docs). Connections waiting in the backlog stay.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let addr = l.local_addr().unwrap();
+    /// let std_l = l.into_std().unwrap();
+    /// assert_eq!(std_l.local_addr().unwrap(), addr);
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        self.reg.into_std()
     }
 }
+
+super::socket::impl_incoming!(Incoming, TcpListener, TcpStream);
 
 /// A TCP connection on the netpoller.
 pub struct TcpStream {
@@ -106,7 +125,43 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    fn from_std(s: std::net::TcpStream) -> io::Result<TcpStream> {
+    /// Adopts a stream made elsewhere (by std, socket2, or inherited): sets it
+    /// non-blocking and registers it with the poller. Data already queued on it stays
+    /// readable. Fails if the descriptor cannot be registered.
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let std_s = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let s = goro::net::TcpStream::from_std(std_s).unwrap();
+    /// assert_eq!(s.peer_addr().unwrap(), l.local_addr().unwrap());
+    /// ```
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream {
+            reg: Registered::adopt(stream)?,
+        })
+    }
+
+    /// Hands the stream back to std: deregistered, and in blocking mode again, so its
+    /// reads block as any std stream's (tokio leaves it non-blocking; see
+    /// "Conversions" in the module docs). Data in flight is not lost: what the peer
+    /// sent and nobody read is read from the std stream.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let mut c = goro::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let (s, _) = l.accept().unwrap();
+    /// c.write_all(b"hi").unwrap();
+    /// let mut std_s = s.into_std().unwrap();
+    /// let mut buf = [0; 2];
+    /// std_s.read_exact(&mut buf).unwrap();
+    /// assert_eq!(&buf, b"hi");
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        self.reg.into_std()
+    }
+
+    fn from_new(s: std::net::TcpStream) -> io::Result<TcpStream> {
         Ok(TcpStream {
             reg: Registered::new(s)?,
         })
@@ -156,75 +211,51 @@ impl TcpStream {
     /// A second handle to the same connection (a duplicated descriptor, registered on
     /// its own).
     pub fn try_clone(&self) -> io::Result<TcpStream> {
-        TcpStream::from_std(self.reg.sock.try_clone()?)
+        Ok(TcpStream {
+            reg: self.reg.try_clone()?,
+        })
     }
 
-    /// Each read waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut` and leaves the stream usable.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
+    /// Reads what the peer sent without taking it: the next read (or peek) gets the
+    /// same bytes (`recv` with `MSG_PEEK`). Waits, as a read does, while nothing has
+    /// arrived; 0 at EOF.
+    ///
+    /// ```
+    /// use std::io::{Read, Write};
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let mut c = goro::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let (mut s, _) = l.accept().unwrap();
+    /// c.write_all(b"hello").unwrap();
+    /// let mut buf = [0; 5];
+    /// let n = s.peek(&mut buf).unwrap();
+    /// assert_eq!(&buf[..n], &b"hello"[..n]);
+    /// s.read_exact(&mut buf).unwrap();
+    /// assert_eq!(&buf, b"hello");
+    /// ```
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reg.recv(buf, libc::MSG_PEEK)
     }
 
-    /// Each write waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
+    /// Sets `IP_TTL`, the time-to-live of the packets this stream sends.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.reg.sock.set_ttl(ttl)
     }
 
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
+    /// `IP_TTL`.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.reg.sock.ttl()
     }
 
     /// Closes the connection: shuts it down both ways and wakes blocked readers and
     /// writers with an error; later operations fail too. The descriptor is released
     /// when the stream is dropped.
     pub fn close(&self) {
-        let _ = self.reg.sock.shutdown(Shutdown::Both);
-        self.reg.close();
+        self.reg.close_shutdown();
     }
 
     /// The pending socket error, if any (`SO_ERROR`).
     pub fn take_error(&self) -> io::Result<Option<io::Error>> {
         self.reg.sock.take_error()
-    }
-
-    fn read_bytes(&self, buf: &mut [u8]) -> io::Result<usize> {
-        let len = buf.len();
-        self.reg.io_draining(
-            Dir::Read,
-            |s| sys::os_err(sys::recv(s.as_raw_fd(), buf, 0)),
-            |&n| 0 < n && n < len,
-        )
-    }
-
-    /// One `readv` into all of `bufs`, as std's.
-    fn read_vectored_bytes(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        let len: usize = bufs.iter().map(|b| b.len()).sum();
-        self.reg.io_draining(
-            Dir::Read,
-            |s| sys::os_err(sys::readv(s.as_raw_fd(), bufs)),
-            |&n| 0 < n && n < len,
-        )
-    }
-
-    fn write_bytes(&self, buf: &[u8]) -> io::Result<usize> {
-        let len = buf.len();
-        self.reg.io_draining(
-            Dir::Write,
-            |s| sys::os_err(sys::send(s.as_raw_fd(), buf, libc::MSG_NOSIGNAL)),
-            |&n| 0 < n && n < len,
-        )
-    }
-
-    fn write_vectored_bytes(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.reg.io(Dir::Write, |s| {
-            sys::os_err(sys::writev(s.as_raw_fd(), bufs))
-        })
     }
 }
 
@@ -258,54 +289,15 @@ fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpSt
     let sock = tcp_socket(addr)?;
     let started = sock.connect(&SockAddr::from(*addr));
     let stream = match started {
-        Ok(()) => return TcpStream::from_std(sock.into()),
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => TcpStream::from_std(sock.into())?,
+        Ok(()) => return TcpStream::from_new(sock.into()),
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => TcpStream::from_new(sock.into())?,
         Err(e) => return Err(e),
     };
     super::socket::wait_connected(&stream.reg.pd, &stream.reg.sock, deadline)?;
     Ok(stream)
 }
 
-impl Read for TcpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read_bytes(buf)
-    }
-    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        self.read_vectored_bytes(bufs)
-    }
-}
-
-impl Read for &TcpStream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read_bytes(buf)
-    }
-    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        self.read_vectored_bytes(bufs)
-    }
-}
-
-impl Write for TcpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_bytes(buf)
-    }
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.write_vectored_bytes(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Write for &TcpStream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_bytes(buf)
-    }
-    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.write_vectored_bytes(bufs)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
+super::socket::impl_stream_io!(TcpStream);
+super::socket::impl_fd_conv!(TcpListener, TcpStream);
 super::socket::impl_socket!(TcpListener, TcpStream);
+super::socket::impl_timeouts!(TcpStream);

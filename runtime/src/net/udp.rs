@@ -1,15 +1,11 @@
 //! UDP: [`UdpSocket`].
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::AsRawFd;
-use std::time::Duration;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 
 use socket2::SockAddr;
 
-use super::poll::Dir;
 use super::socket::{each_addr, Registered};
-use crate::sys;
 
 /// A UDP socket on the netpoller.
 pub struct UdpSocket {
@@ -33,15 +29,29 @@ impl UdpSocket {
 
     /// Sends a datagram to the connected peer.
     pub fn send(&self, buf: &[u8]) -> io::Result<usize> {
-        self.reg.io(Dir::Write, |s| {
-            sys::os_err(sys::send(s.as_raw_fd(), buf, libc::MSG_NOSIGNAL))
-        })
+        self.reg.send(buf)
     }
 
     /// Receives a datagram from the connected peer.
     pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.reg
-            .io(Dir::Read, |s| sys::os_err(sys::recv(s.as_raw_fd(), buf, 0)))
+        self.reg.recv(buf, 0)
+    }
+
+    /// Receives the next datagram from the connected peer without taking it: the next
+    /// `recv` (or peek) gets it again (`MSG_PEEK`). Waits, as `recv` does, while none
+    /// has arrived.
+    ///
+    /// ```
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// s.connect(s.local_addr().unwrap()).unwrap();
+    /// s.send(b"ping").unwrap();
+    /// let mut buf = [0; 8];
+    /// assert_eq!(s.peek(&mut buf).unwrap(), 4);
+    /// assert_eq!(s.recv(&mut buf).unwrap(), 4);
+    /// assert_eq!(&buf[..4], b"ping");
+    /// ```
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.reg.recv(buf, libc::MSG_PEEK)
     }
 
     /// Sends a datagram to `addr` (its first resolved address).
@@ -50,17 +60,37 @@ impl UdpSocket {
             .into_iter()
             .next()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no address to send to"))?;
-        let a = SockAddr::from(a);
-        self.reg.io(Dir::Write, |s| {
-            sys::os_err(sys::send_to(s.as_raw_fd(), buf, &a, libc::MSG_NOSIGNAL))
-        })
+        self.reg.send_to(buf, &SockAddr::from(a))
     }
 
     /// Receives a datagram and the address it came from.
     pub fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
-        let (n, addr) = self.reg.io(Dir::Read, |s| {
-            sys::os_err(sys::recv_from(s.as_raw_fd(), buf, 0))
-        })?;
+        self.recv_from_flags(buf, 0)
+    }
+
+    /// Receives the next datagram and its sender without taking it: the next
+    /// `recv_from` (or peek) gets it again (`MSG_PEEK`). Waits, as `recv_from` does,
+    /// while none has arrived.
+    ///
+    /// ```
+    /// let a = goro::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let b = goro::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// b.send_to(b"ping", a.local_addr().unwrap()).unwrap();
+    /// let mut buf = [0; 8];
+    /// let (n, from) = a.peek_from(&mut buf).unwrap();
+    /// assert_eq!((n, from), (4, b.local_addr().unwrap()));
+    /// assert_eq!(a.recv_from(&mut buf).unwrap(), (n, from));
+    /// ```
+    pub fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.recv_from_flags(buf, libc::MSG_PEEK)
+    }
+
+    fn recv_from_flags(
+        &self,
+        buf: &mut [u8],
+        flags: libc::c_int,
+    ) -> io::Result<(usize, SocketAddr)> {
+        let (n, addr) = self.reg.recv_from(buf, flags)?;
         let addr = addr.as_socket().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidData, "recv_from: not an IP address")
         })?;
@@ -77,37 +107,124 @@ impl UdpSocket {
         self.reg.sock.local_addr()
     }
 
-    /// Each receive waits at most `timeout` (`None`: no limit); expiry is
-    /// `ErrorKind::TimedOut`.
-    pub fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Read, timeout)
-    }
-
-    /// Each send waits at most `timeout` (`None`: no limit).
-    pub fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
-        self.reg.timeouts.set(Dir::Write, timeout)
-    }
-
-    /// The read timeout.
-    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Read))
-    }
-
-    /// The write timeout.
-    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
-        Ok(self.reg.timeouts.get(Dir::Write))
-    }
-
     /// Sets `SO_BROADCAST`.
     pub fn set_broadcast(&self, on: bool) -> io::Result<()> {
         self.reg.sock.set_broadcast(on)
     }
 
+    /// Whether `SO_BROADCAST` is set.
+    pub fn broadcast(&self) -> io::Result<bool> {
+        self.reg.sock.broadcast()
+    }
+
+    /// Sets `IP_TTL`, the time-to-live of the datagrams this socket sends.
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        self.reg.sock.set_ttl(ttl)
+    }
+
+    /// `IP_TTL`.
+    pub fn ttl(&self) -> io::Result<u32> {
+        self.reg.sock.ttl()
+    }
+
+    /// The pending socket error, if any (`SO_ERROR`): an ICMP error for an earlier
+    /// datagram, say.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        self.reg.sock.take_error()
+    }
+
+    /// Joins the IPv4 multicast group `multiaddr` on the interface with address
+    /// `interface` (`Ipv4Addr::UNSPECIFIED`: the system's choice),
+    /// `IP_ADD_MEMBERSHIP`.
+    ///
+    /// ```
+    /// use std::net::Ipv4Addr;
+    /// let s = goro::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let group = Ipv4Addr::new(239, 255, 0, 1);
+    /// // As with std, a machine without a multicast route refuses the join.
+    /// if s.join_multicast_v4(&group, &Ipv4Addr::LOCALHOST).is_ok() {
+    ///     s.leave_multicast_v4(&group, &Ipv4Addr::LOCALHOST).unwrap();
+    /// }
+    /// ```
+    pub fn join_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.reg.sock.join_multicast_v4(multiaddr, interface)
+    }
+
+    /// Joins the IPv6 multicast group `multiaddr` on the interface with index
+    /// `interface` (0: the system's choice), `IPV6_ADD_MEMBERSHIP`.
+    pub fn join_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
+        self.reg.sock.join_multicast_v6(multiaddr, interface)
+    }
+
+    /// Leaves a group joined with [`join_multicast_v4`](Self::join_multicast_v4).
+    pub fn leave_multicast_v4(&self, multiaddr: &Ipv4Addr, interface: &Ipv4Addr) -> io::Result<()> {
+        self.reg.sock.leave_multicast_v4(multiaddr, interface)
+    }
+
+    /// Leaves a group joined with [`join_multicast_v6`](Self::join_multicast_v6).
+    pub fn leave_multicast_v6(&self, multiaddr: &Ipv6Addr, interface: u32) -> io::Result<()> {
+        self.reg.sock.leave_multicast_v6(multiaddr, interface)
+    }
+
+    /// Sets `IP_MULTICAST_LOOP`: whether multicast datagrams this socket sends loop
+    /// back to the local host.
+    pub fn set_multicast_loop_v4(&self, on: bool) -> io::Result<()> {
+        self.reg.sock.set_multicast_loop_v4(on)
+    }
+
+    /// `IP_MULTICAST_LOOP`.
+    pub fn multicast_loop_v4(&self) -> io::Result<bool> {
+        self.reg.sock.multicast_loop_v4()
+    }
+
+    /// Sets `IP_MULTICAST_TTL`, the time-to-live of the multicast datagrams this
+    /// socket sends.
+    pub fn set_multicast_ttl_v4(&self, ttl: u32) -> io::Result<()> {
+        self.reg.sock.set_multicast_ttl_v4(ttl)
+    }
+
+    /// `IP_MULTICAST_TTL`.
+    pub fn multicast_ttl_v4(&self) -> io::Result<u32> {
+        self.reg.sock.multicast_ttl_v4()
+    }
+
+    /// Sets `IPV6_MULTICAST_LOOP`.
+    pub fn set_multicast_loop_v6(&self, on: bool) -> io::Result<()> {
+        self.reg.sock.set_multicast_loop_v6(on)
+    }
+
+    /// `IPV6_MULTICAST_LOOP`.
+    pub fn multicast_loop_v6(&self) -> io::Result<bool> {
+        self.reg.sock.multicast_loop_v6()
+    }
+
+    /// Adopts a socket made elsewhere (by std, socket2, or inherited): sets it
+    /// non-blocking and registers it with the poller. Datagrams already queued on it
+    /// stay. Fails if the descriptor cannot be registered.
+    ///
+    /// ```
+    /// let std_s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    /// let s = goro::net::UdpSocket::from_std(std_s).unwrap();
+    /// s.send_to(b"x", s.local_addr().unwrap()).unwrap();
+    /// assert_eq!(s.recv_from(&mut [0; 1]).unwrap().0, 1);
+    /// ```
+    pub fn from_std(socket: std::net::UdpSocket) -> io::Result<UdpSocket> {
+        Ok(UdpSocket {
+            reg: Registered::adopt(socket)?,
+        })
+    }
+
+    /// Hands the socket back to std: deregistered, and in blocking mode again (tokio
+    /// leaves it non-blocking; see "Conversions" in the module docs). Queued
+    /// datagrams stay.
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.reg.into_std()
+    }
+
     /// A second handle to the same socket (a duplicated descriptor).
     pub fn try_clone(&self) -> io::Result<UdpSocket> {
-        let s = self.reg.sock.try_clone()?;
         Ok(UdpSocket {
-            reg: Registered::new(s)?,
+            reg: self.reg.try_clone()?,
         })
     }
 
@@ -119,3 +236,5 @@ impl UdpSocket {
 }
 
 super::socket::impl_socket!(UdpSocket);
+super::socket::impl_fd_conv!(UdpSocket);
+super::socket::impl_timeouts!(UdpSocket);
