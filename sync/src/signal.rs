@@ -47,7 +47,7 @@
 //! before goro started gets no dump at all.
 
 use std::fmt;
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -423,16 +423,9 @@ fn start() {
 /// The dispatcher coroutine: waits on the eventfd, delivers what is pending.
 fn dispatch(ev: PollFd<OwnedFd>) {
     loop {
-        let r = ev.read_with(|fd| {
-            let mut v = [0u8; 8];
-            // SAFETY: read(2) of at most 8 bytes into `v`.
-            let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
-            if n < 0 {
-                Err(io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        });
+        // PollFd's own read: parks until the eventfd is readable, and is the runtime's
+        // raw read(2), which the `hooks` feature never intercepts.
+        let r = (&ev).read(&mut [0u8; 8]);
         if let Err(e) = r {
             // Not expected of an eventfd; do not spin on it.
             eprintln!("goro::signal: the dispatcher's eventfd failed: {e}");
