@@ -348,29 +348,8 @@ impl<P: ParkApi> SemaTable<P> {
     /// `lifo` queues the caller at the head of its address's queue (a waiter that
     /// already waited once, in a mutex).
     pub fn acquire(&self, count: &AtomicU32, lifo: bool, reason: WaitReason) {
-        if can_acquire(count) {
-            return;
-        }
-        let root = self.root(count);
-        let mut node = Waiter::<P>::new(count as *const AtomicU32 as usize);
-        let w: *mut Waiter<P> = &mut node;
-        loop {
-            root.lock.lock();
-            // SAFETY: the root lock is held; `w` points at `node`, on this stack frame,
-            // which outlives the time it is linked (we do not return until a release
-            // dequeued it, and only that release can wake us).
-            if unsafe { self.take_or_queue_locked(root, count, w, lifo) } {
-                root.lock.unlock();
-                return;
-            }
-            P::park_commit(reason, || root.lock.unlock());
-            // SAFETY: the releaser that dequeued us wrote the ticket under the root
-            // lock before unparking us, and the park handshake ordered that write
-            // before our wake-up.
-            if unsafe { (*w).ticket } != 0 || can_acquire(count) {
-                return;
-            }
-        }
+        let took = self.acquire_until(count, lifo, reason, None);
+        debug_assert!(took, "an acquire without a deadline returns with a unit");
     }
 
     /// Like [`acquire`](Self::acquire), but gives up at `deadline`. Returns whether it
@@ -399,6 +378,18 @@ impl<P: ParkApi> SemaTable<P> {
         reason: WaitReason,
         deadline: Instant,
     ) -> bool {
+        self.acquire_until(count, lifo, reason, Some(deadline))
+    }
+
+    /// [`acquire`](Self::acquire) (`deadline` None, always true) and
+    /// [`acquire_timeout`](Self::acquire_timeout) (whether it took a unit by then).
+    fn acquire_until(
+        &self,
+        count: &AtomicU32,
+        lifo: bool,
+        reason: WaitReason,
+        deadline: Option<Instant>,
+    ) -> bool {
         if can_acquire(count) {
             return true;
         }
@@ -409,22 +400,30 @@ impl<P: ParkApi> SemaTable<P> {
             root.lock.lock();
             // SAFETY: the root lock is held; `w` points at `node`, on this stack frame,
             // which outlives the time it is linked: we return only after a release
-            // dequeued it, or after we unlinked it ourselves under the lock.
+            // dequeued it (only that release can wake an untimed wait), or after we
+            // unlinked it ourselves under the lock (`timed_out`).
             if unsafe { self.take_or_queue_locked(root, count, w, lifo) } {
                 root.lock.unlock();
                 return true;
             }
-            if P::park_commit_timeout(reason, deadline, || root.lock.unlock()) {
-                // SAFETY: `w` is our node, linked or dequeued by a release (which is
-                // done with it once it unlocks the root).
-                return unsafe { self.timed_out(root, count, w) };
+            match deadline {
+                None => P::park_commit(reason, || root.lock.unlock()),
+                Some(d) => {
+                    if P::park_commit_timeout(reason, d, || root.lock.unlock()) {
+                        // SAFETY: `w` is our node, linked or dequeued by a release
+                        // (which is done with it once it unlocks the root).
+                        return unsafe { self.timed_out(root, count, w) };
+                    }
+                }
             }
             // Woken by the release that dequeued us.
-            // SAFETY: as in `acquire`.
+            // SAFETY: the releaser that dequeued us wrote the ticket under the root
+            // lock before unparking us, and the park handshake ordered that write
+            // before our wake-up.
             if unsafe { (*w).ticket } != 0 || can_acquire(count) {
                 return true;
             }
-            if Instant::now() >= deadline {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
                 // A newcomer took the unit we were woken for: it was used, nothing is
                 // owed (as in the sema timeout rule's second case).
                 return false;
