@@ -21,9 +21,7 @@ use std::sync::Arc;
 
 use goro::sync::{Mutex, WaitGroup};
 
-#[path = "support/signals.rs"]
-mod signals;
-use signals::{block_stop_signals, wait_for_signal};
+use goro::signal::{self, Signal};
 
 fn usage(err: &str) -> ! {
     eprintln!("std_echo_server: {err}");
@@ -77,7 +75,7 @@ fn serve(mut conn: TcpStream) {
 
 fn main() {
     let addr = parse_addr();
-    let signals = block_stop_signals();
+    let signals = signal::notify(&[Signal::INT, Signal::TERM]);
     let listener = TcpListener::bind(&addr).unwrap_or_else(|e| usage(&format!("{addr}: {e}")));
     let addr = listener
         .local_addr()
@@ -96,8 +94,8 @@ fn main() {
     {
         let (stopping, open) = (stopping.clone(), open.clone());
         std::thread::spawn(move || {
-            let sig = wait_for_signal(&signals);
-            log(format_args!("signal {sig}: shutting down"));
+            let Ok(sig) = signals.recv() else { return };
+            log(format_args!("{sig}: shutting down"));
             stopping.store(true, Ordering::SeqCst);
             let _ = TcpStream::connect(addr); // wakes the acceptor
             for conn in open.lock().values() {
