@@ -1,8 +1,8 @@
 // The echo load generator on Go's runtime: a closed-loop client equivalent to
-// bench/src/bin/echo_load.rs, so that echo_compare.rs can measure the servers with a
-// load generator that goro's runtime did not write (`echo_compare --load go`).
+// bench/src/workloads/echo.rs, so that the echo suite can measure the servers with a
+// load generator that goro's runtime did not write (`compare --suite echo --load go`).
 //
-//	goro-compare-go load --addr HOST:PORT [--conns C] [--size BYTES] [--secs S] [--warmup S]
+//	goro-bench-go load --addr HOST:PORT [--conns C] [--size BYTES] [--secs S] [--warmup S]
 //
 // It opens C connections (default 1) one after the other, then starts them together:
 // one goroutine per connection sends a BYTES-byte message (default 64; the first 8
@@ -30,7 +30,7 @@
 // trip, and the exit status is 1 (2 for a bad command line). The soft RLIMIT_NOFILE
 // is raised to the hard limit at start, as echo_load does.
 //
-// The parallelism is GOMAXPROCS (echo_compare sets 2, as GORO_MAXPROCS for
+// The parallelism is GOMAXPROCS (the harness sets 2, as GORO_MAXPROCS for
 // echo_load). Every name here starts with "load", to stay clear of the workloads'.
 
 package main
@@ -195,7 +195,7 @@ func loadFormatSecs(s float64) string {
 
 // human is the human line (echo_load's, naming Go's clients).
 func (r loadReport) human() string {
-	return fmt.Sprintf("goro-compare-go load: %d conns x %d B for %s s (Go clients, GOMAXPROCS %d): "+
+	return fmt.Sprintf("goro-bench-go load: %d conns x %d B for %s s (Go clients, GOMAXPROCS %d): "+
 		"%.0f req/s (%d round trips), latency p50 %d us, p99 %d us, max %d us; per connection: "+
 		"mean %.1f, busiest %d (connection %d: %.2fx mean), min %d",
 		r.conns, r.size, loadFormatSecs(r.secs), runtime.GOMAXPROCS(0), r.rps, r.requests,
@@ -398,22 +398,22 @@ func loadOpError(op string, seq uint64, err error) error {
 	return fmt.Errorf("%s of round trip %d: %s", op, seq, why)
 }
 
-// load runs `goro-compare-go load ARGS...` and returns the exit status.
+// load runs `goro-bench-go load ARGS...` and returns the exit status.
 func load(args []string) int {
-	const usageLine = "usage: goro-compare-go load --addr HOST:PORT [--conns C] [--size BYTES] " +
+	const usageLine = "usage: goro-bench-go load --addr HOST:PORT [--conns C] [--size BYTES] " +
 		"[--secs S] [--warmup S] [--json]"
 	cfg, err := loadParseArgs(args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprintf(os.Stderr, "goro-compare-go load: a closed-loop load generator for echo servers\n%s\n", usageLine)
+		fmt.Fprintf(os.Stderr, "goro-bench-go load: a closed-loop load generator for echo servers\n%s\n", usageLine)
 		return 2
 	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "goro-compare-go load: %v\n%s\n", err, usageLine)
+		fmt.Fprintf(os.Stderr, "goro-bench-go load: %v\n%s\n", err, usageLine)
 		return 2
 	}
 	rep, err := loadRun(cfg)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "goro-compare-go load: %v\n", err)
+		fmt.Fprintf(os.Stderr, "goro-bench-go load: %v\n", err)
 		return 1
 	}
 	fmt.Println(rep.human())

@@ -1,21 +1,15 @@
-// The Go side of goro's `blockfree` benchmark (bench/src/bin/blockfree.rs, which
-// builds and runs this and says what is measured): a ticker goroutine sleeps 1 ms in a
-// loop while, in bursts, four goroutines block the ticker's Ps.
-//
-//	blockfree none|sleep|cpu BURSTS
+// The Go side of goro's `blocking` suite (bench/src/workloads/blocking.rs says what is
+// measured): a ticker goroutine sleeps 1 ms in a loop while, in bursts, four goroutines
+// block the ticker's Ps.
 //
 // sleep: each blocker makes a raw nanosleep system call (syscall.Nanosleep goes
 // through entersyscall, so sysmon retakes its P). cpu: each blocker spins with no
 // function call the compiler could make a preemption point of; Go preempts it with a
-// signal. none: the blockers return at once (the machine's floor). Prints one
-// line: "ticks p50_ns p99_ns max_ns".
+// signal. none: the blockers return at once (the machine's floor).
 package main
 
 import (
-	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -25,12 +19,12 @@ const (
 	tick     = time.Millisecond
 	blockers = 4
 	sleepFor = 20 * time.Millisecond
-	spinFor  = 50 * time.Millisecond
+	spinLen  = 50 * time.Millisecond
 	burstGap = 30 * time.Millisecond
 	warmUp   = 50 * time.Millisecond
 )
 
-var sink uint64
+var blockSink uint64
 
 func block(kind string) {
 	switch kind {
@@ -42,29 +36,18 @@ func block(kind string) {
 	case "cpu":
 		start := time.Now()
 		x := uint64(1)
-		for time.Since(start) < spinFor {
+		for time.Since(start) < spinLen {
 			for i := 0; i < 1000; i++ {
 				x = x*6364136223846793005 + 1442695040888963407
 			}
 		}
-		sink += x
-	default:
-		fmt.Fprintln(os.Stderr, "unknown kind", kind)
-		os.Exit(2)
+		blockSink += x
 	}
 }
 
-func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: blockfree none|sleep|cpu BURSTS")
-		os.Exit(2)
-	}
-	kind := os.Args[1]
-	bursts, err := strconv.Atoi(os.Args[2])
-	if err != nil || bursts <= 0 {
-		fmt.Fprintln(os.Stderr, "BURSTS must be a positive number")
-		os.Exit(2)
-	}
+// blockfree runs the ticker beside `bursts` bursts of `kind` blockers; the ticks'
+// lateness p50, p99 and max in µs.
+func blockfree(kind string, bursts int) (p50, p99, max float64) {
 	var stop sync.WaitGroup
 	done := make(chan struct{})
 	var late []time.Duration
@@ -99,5 +82,6 @@ func main() {
 	stop.Wait()
 	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
 	n := len(late)
-	fmt.Printf("%d %d %d %d\n", n, late[n/2], late[n*99/100], late[n-1])
+	us := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+	return us(late[n/2]), us(late[n*99/100]), us(late[n-1])
 }

@@ -1,7 +1,7 @@
-//! The tokio contender: every workload of [`Workload`] on tokio's multi-thread runtime
+//! The tokio contender: the comparison's workloads on tokio's multi-thread runtime
 //! (`worker_threads` = [`common::procs`]), with tokio's own primitives.
 //!
-//! How each workload maps onto tokio (see common.rs for what is measured):
+//! How each workload maps onto tokio (see `workloads` for what is measured):
 //!
 //! - tasks are `tokio::spawn`ed futures. The body of every workload runs in a task of its
 //!   own (as Go's main goroutine is a goroutine), not on the thread blocked in
@@ -16,9 +16,8 @@
 //!   tick): `SleepLateness` measures that as it is.
 //! - `SpawnPark`: each task awaits its own `tokio::sync::oneshot` receiver.
 //! - echo: `tokio::net`, one task per connection (read, then `write_all`), as in
-//!   `src/bin/echo_tokio.rs`.
+//!   the other contenders' servers.
 
-use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +26,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::task::{yield_now, JoinHandle};
 
-use crate::common::{self, Outcome, Workload};
+use super::Contender;
+use crate::harness::procfs;
+use crate::workloads::{self as common, Measurement, Workload};
+
+/// A figure, or why there is none.
+type Figure = Result<f64, String>;
 
 /// The runtime every workload runs on.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
@@ -37,39 +41,53 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
         .build()
 }
 
-/// Runs `w` once; the figure in `w.unit()`, or why it could not be measured.
-pub fn run(w: Workload) -> Outcome {
-    if w == Workload::Echo {
-        return Err(
-            "echo runs as a server (`compare --serve tokio`), measured by the orchestrator".into(),
-        );
+/// tokio.
+pub struct Tokio;
+
+impl Contender for Tokio {
+    fn name(&self) -> &'static str {
+        "tokio"
     }
-    let rt = runtime().map_err(|e| format!("tokio: cannot build the runtime: {e}"))?;
-    let outcome = rt.block_on(async move {
-        match tokio::spawn(workload(w)).await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(format!("tokio: the workload task failed: {e}")),
-        }
-    });
-    // Tasks still parked (the sieve's generator and filters) are dropped, not awaited.
-    rt.shutdown_background();
-    outcome
+    fn supports(&self, w: &Workload) -> bool {
+        super::in_comparison(w)
+    }
+    fn note(&self, w: &Workload) -> Option<&'static str> {
+        matches!(w.name(), "chain" | "chainbuf" | "sieve" | "pingpong")
+            .then_some("no rendezvous channel: tokio::sync::mpsc::channel(1)")
+    }
+    fn run(&self, w: &Workload) -> common::Outcome {
+        let rt = runtime().map_err(|e| format!("tokio: cannot build the runtime: {e}"))?;
+        let name = w.name();
+        let outcome = rt.block_on(async move {
+            match tokio::spawn(workload(name)).await {
+                Ok(outcome) => outcome,
+                Err(e) => Err(format!("tokio: the workload task failed: {e}")),
+            }
+        });
+        // Tasks still parked (the sieve's generator and filters) are dropped, not awaited.
+        rt.shutdown_background();
+        outcome
+    }
+    fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
+        serve(addr)
+    }
 }
 
-async fn workload(w: Workload) -> Outcome {
-    match w {
-        Workload::Chain | Workload::ChainBuf => chain().await,
-        Workload::Sieve => sieve().await,
-        Workload::PingPong => ping_pong().await,
-        Workload::SpawnJoin => spawn_join().await,
-        Workload::Yield => yields().await,
-        Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => {
-            mutex(w.mutex_tasks().unwrap_or(2)).await
-        }
-        Workload::SleepLateness => sleep_lateness().await,
-        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n).await),
-        Workload::Echo => Err("echo is not a worker workload".into()),
-    }
+async fn workload(name: &'static str) -> common::Outcome {
+    let figure = match name {
+        "chain" | "chainbuf" => chain().await,
+        "sieve" => sieve().await,
+        "pingpong" => ping_pong().await,
+        "spawn_join" => spawn_join().await,
+        "yield" => yields().await,
+        "sleep_lateness" => sleep_lateness().await,
+        _ => match (common::mutex_tasks(name), common::park_tasks(name)) {
+            (Some(tasks), _) => mutex(tasks).await,
+            (_, Some(n)) => return spawn_park(name, n).await,
+            _ => Err(format!("no tokio workload {name}")),
+        },
+    };
+    figure.map(Measurement::value)
 }
 
 /// Joins `h`, turning a panicked or cancelled task into an error.
@@ -78,7 +96,7 @@ async fn join<T>(h: JoinHandle<T>) -> Result<T, String> {
 }
 
 /// `Chain` and `ChainBuf` (the same here: tokio's smallest channel holds one value).
-async fn chain() -> Outcome {
+async fn chain() -> Figure {
     const HOPS: usize = common::CHAIN_HOPS;
     // tokio has no rendezvous channel: capacity 1 (its smallest bound) stands in for
     // capacity 0 (Chain) and is exactly ChainBuf's capacity.
@@ -129,7 +147,7 @@ async fn chain() -> Outcome {
 }
 
 /// Go's concurrent prime sieve, over capacity-1 channels (tokio has no capacity 0).
-async fn sieve() -> Outcome {
+async fn sieve() -> Figure {
     let start = Instant::now();
     let (gen_tx, mut ch) = mpsc::channel::<u64>(1);
     tokio::spawn(async move {
@@ -169,7 +187,7 @@ async fn sieve() -> Outcome {
 }
 
 /// Two tasks (this one and an echo task) bounce a token over two capacity-1 channels.
-async fn ping_pong() -> Outcome {
+async fn ping_pong() -> Figure {
     // tokio has no rendezvous channel: capacity 1, its smallest bound.
     let (ping_tx, mut ping_rx) = mpsc::channel::<u64>(1);
     let (pong_tx, mut pong_rx) = mpsc::channel::<u64>(1);
@@ -201,7 +219,7 @@ async fn ping_pong() -> Outcome {
 }
 
 /// Spawn SPAWN_TASKS tasks returning their index, join them in order, check the sum.
-async fn spawn_join() -> Outcome {
+async fn spawn_join() -> Figure {
     const N: usize = common::SPAWN_TASKS;
     let mut handles = Vec::with_capacity(N);
     let start = Instant::now();
@@ -223,7 +241,7 @@ async fn spawn_join() -> Outcome {
 }
 
 /// YIELD_TASKS_PER_WORKER tasks per worker thread, each yielding YIELD_COUNT times.
-async fn yields() -> Outcome {
+async fn yields() -> Figure {
     let tasks = common::YIELD_TASKS_PER_WORKER * common::procs();
     let start = Instant::now();
     let handles: Vec<_> = (0..tasks)
@@ -243,7 +261,7 @@ async fn yields() -> Outcome {
 }
 
 /// `tasks` tasks share MUTEX_OPS lock/increment/unlock rounds of a `tokio::sync::Mutex`.
-async fn mutex(tasks: usize) -> Outcome {
+async fn mutex(tasks: usize) -> Figure {
     let per_task = common::MUTEX_OPS / tasks;
     if per_task * tasks != common::MUTEX_OPS {
         return Err(format!(
@@ -279,7 +297,7 @@ async fn mutex(tasks: usize) -> Outcome {
 
 /// SLEEP_COUNT sleeps of 1 ms (by this task) while 2 load tasks per worker spin 50 µs
 /// and yield, over and over; the mean lateness in µs.
-async fn sleep_lateness() -> Outcome {
+async fn sleep_lateness() -> Figure {
     const SLEEP: Duration = Duration::from_millis(1);
     let stop = Arc::new(AtomicBool::new(false));
     let load: Vec<_> = (0..2 * common::procs())
@@ -309,11 +327,11 @@ async fn sleep_lateness() -> Outcome {
 
 /// Spawn-and-park: `n` tasks each parked on its own oneshot receive (tokio has no
 /// rendezvous channel), then released in spawn order and joined.
-async fn spawn_park(n: usize) -> Result<common::Parked, String> {
+async fn spawn_park(name: &str, n: usize) -> common::Outcome {
     let parked = Arc::new(AtomicUsize::new(0));
     let mut senders = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
-    let before = common::rss_bytes();
+    let before = procfs::rss_bytes();
     let t = Instant::now();
     for _ in 0..n {
         let (tx, rx) = oneshot::channel::<u64>();
@@ -330,7 +348,7 @@ async fn spawn_park(n: usize) -> Result<common::Parked, String> {
     while parked.load(Ordering::Relaxed) < n {
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
-    let after = common::rss_bytes();
+    let after = procfs::rss_bytes();
     let t = Instant::now();
     for (i, tx) in senders.into_iter().enumerate() {
         tx.send(i as u64)
@@ -342,63 +360,39 @@ async fn spawn_park(n: usize) -> Result<common::Parked, String> {
             other => return Err(format!("spawn_park: task {i} returned {other:?}")),
         }
     }
-    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
+    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
 }
 
-/// Echoes one connection until EOF or an error (errors end it silently: the load
-/// generator reports what went wrong on its side).
+/// Echoes one connection (TCP_NODELAY, a 16 KiB buffer) until EOF or an error (errors
+/// end it silently: the load generator reports what went wrong on its side).
 async fn echo(mut conn: TcpStream) {
-    let _ = goro_bench::tools::tokio_echo(&mut conn).await;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    if conn.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n @ 1..) = conn.read(&mut buf).await {
+        if conn.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
-/// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, echoes (one task per
-/// connection) until stdin reaches EOF or SIGTERM arrives.
-pub fn serve() -> std::io::Result<()> {
-    let rt = runtime()?;
-    let result = rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let mut sigterm =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        // stdin is watched by a plain thread (one of tokio's blocking-pool threads);
-        // EOF (or a read error) completes `eof`.
-        let mut eof = tokio::task::spawn_blocking(|| {
-            // Not holding stdin's lock between reads: others may watch it too.
-            let mut sink = [0u8; 512];
-            loop {
-                match std::io::stdin().read(&mut sink) {
-                    Ok(0) => break,
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => break,
+/// The echo server: binds `addr`, prints `LISTENING <addr>`, echoes (one task per
+/// connection) until the process exits.
+fn serve(addr: std::net::SocketAddr) -> std::io::Result<()> {
+    runtime()?.block_on(async {
+        let listener = TcpListener::bind(addr).await?;
+        super::listening(listener.local_addr()?)?;
+        loop {
+            match listener.accept().await {
+                Ok((conn, _)) => drop(tokio::spawn(echo(conn))),
+                Err(e) => {
+                    // EMFILE and the like: back off instead of spinning.
+                    eprintln!("tokio echo: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             }
-        });
-        {
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "LISTENING {addr}")?;
-            out.flush()?;
         }
-        loop {
-            tokio::select! {
-                _ = &mut eof => break,
-                _ = sigterm.recv() => break,
-                accepted = listener.accept() => match accepted {
-                    Ok((conn, _)) => {
-                        tokio::spawn(echo(conn));
-                    }
-                    Err(e) => {
-                        // EMFILE and the like: back off instead of spinning.
-                        eprintln!("tokio echo: accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                },
-            }
-        }
-        Ok(())
-    });
-    // Open connections are dropped, and the stdin thread is not waited for (after
-    // SIGTERM it is still blocked in its read).
-    rt.shutdown_background();
-    result
+    })
 }

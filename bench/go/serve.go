@@ -1,4 +1,4 @@
-// The echo server of the echo workload (common.rs) and of echo_compare.rs: one
+// The echo server of the echo suite (bench/src/workloads/echo.rs): one
 // goroutine per connection, read then write back what was read, until stdin reaches
 // EOF or SIGTERM/SIGINT.
 
@@ -56,7 +56,7 @@ func serve() int {
 		return 1
 	}
 	fmt.Printf("LISTENING %s\n", ln.Addr())
-	// The same on stderr, for echo_compare, which reads "listening on ADDR" there.
+	// The same on stderr, for servers' logs, which read "listening on ADDR" there.
 	logf("serve: listening on %s (GOMAXPROCS %d)", ln.Addr(), runtime.GOMAXPROCS(0))
 
 	stop := make(chan string, 2)

@@ -1,14 +1,10 @@
-//! What the comparison tools (`chan_compare`, `sync_compare`, `echo_compare`,
-//! `compare`) share: running a child process under a timeout, the load average, the
-//! median, and building the Go side.
+//! Child processes under a timeout.
 //!
 //! No polling while a child runs: [`run_child`] blocks on its output pipes, which
 //! reach their end when it exits, so a tool does not wake up next to the Ps its child
 //! is measuring, and sees the exit at once.
 
-use std::fmt;
 use std::io::{self, Read};
-use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::thread;
@@ -111,25 +107,6 @@ pub fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<F
     run_child(cmd, timeout).map_err(|e| e.describe(what, timeout))
 }
 
-/// [`run_with_timeout`] for a tool that stops at any failure: the output of a child
-/// that exited 0.
-///
-/// # Panics
-///
-/// If the child cannot be started, is not done after `timeout` (it is killed), or
-/// exits non-zero: naming `what`, with its output.
-#[track_caller]
-pub fn run_ok(cmd: Command, timeout: Duration, what: &str) -> Finished {
-    let f = match run_with_timeout(cmd, timeout, what) {
-        Ok(f) => f,
-        Err(e) => panic!("{e}"),
-    };
-    if !f.status.success() {
-        panic!("{what} failed ({}):\n{}\n{}", f.status, f.stdout, f.stderr);
-    }
-    f
-}
-
 /// A pipe read to its end on a thread, into a buffer that can be looked at any time
 /// (the output so far of a child that hangs).
 struct Drain {
@@ -178,178 +155,15 @@ fn lock(buf: &Mutex<Vec<u8>>) -> MutexGuard<'_, Vec<u8>> {
     buf.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// In a measuring child process: its P count (from `GORO_MAXPROCS`, which the parent
-/// sets and the runtime must have taken) and the time to spend on one figure (ms in
-/// the environment variable `target_env`, `default_ms` without it).
-pub fn child_setup(target_env: &str, default_ms: u64) -> (usize, Duration) {
-    let procs: usize = std::env::var("GORO_MAXPROCS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .expect("the child needs GORO_MAXPROCS");
-    assert_eq!(
-        goro::maxprocs(),
-        procs,
-        "the runtime did not take GORO_MAXPROCS"
-    );
-    let ms = std::env::var(target_env)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default_ms);
-    (procs, Duration::from_millis(ms))
-}
-
 /// Kills our child, by its handle, and reaps it.
 pub fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();
 }
 
-/// The three load averages of /proc/loadavg.
-pub fn read_load_average() -> io::Result<String> {
-    let s = std::fs::read_to_string("/proc/loadavg")?;
-    Ok(s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-}
-
-/// The three load averages of /proc/loadavg, or why not.
-pub fn load_average() -> String {
-    read_load_average().unwrap_or_else(|e| format!("(unreadable: {e})"))
-}
-
-/// The median (of a sorted copy; the mean of the middle two for an even count), or
-/// None for no values.
-pub fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
-
-// ---- Go ----
-
-/// Why there is no Go toolchain to build with.
-#[derive(Debug)]
-pub struct NoGo {
-    /// No `go` on the PATH at all (rather than one that fails).
-    pub not_found: bool,
-    message: String,
-}
-
-impl fmt::Display for NoGo {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl From<NoGo> for String {
-    fn from(e: NoGo) -> String {
-        e.message
-    }
-}
-
-/// `go version`'s line, or why `go` cannot be used.
-pub fn go_version() -> Result<String, NoGo> {
-    match Command::new("go").arg("version").output() {
-        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
-        Ok(o) => {
-            let stderr = String::from_utf8_lossy(&o.stderr);
-            Err(NoGo {
-                not_found: false,
-                message: match stderr.lines().map(str::trim).find(|l| !l.is_empty()) {
-                    Some(line) => format!("`go version` failed ({}): {line}", o.status),
-                    None => format!("`go version` failed: {}", o.status),
-                },
-            })
-        }
-        Err(e) => Err(NoGo {
-            not_found: e.kind() == io::ErrorKind::NotFound,
-            message: format!("`go` is not runnable from the PATH ({e})"),
-        }),
-    }
-}
-
-/// The command `go build -o BIN .` in `src`, after checking that `src` is there and
-/// creating BIN's directory; to be run under a timeout ([`run_with_timeout`]).
-pub fn go_build_command(src: &Path, bin: &Path) -> Result<Command, String> {
-    if !src.is_dir() {
-        return Err(format!("{} is missing", src.display()));
-    }
-    if let Some(dir) = bin.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    }
-    let mut cmd = Command::new("go");
-    cmd.arg("build")
-        .arg("-o")
-        .arg(bin)
-        .arg(".")
-        .current_dir(src);
-    Ok(cmd)
-}
-
-/// Builds the Go test binary of the package in `dir` (`go test -c -o OUT`); returns
-/// the Go version, or why Go cannot be measured.
-///
-/// # Panics
-///
-/// If the build is not done after `timeout` (a hang: the tools stop there), with its
-/// output so far.
-#[track_caller]
-pub fn build_go_test(dir: &Path, out: &Path, timeout: Duration) -> Result<String, String> {
-    let version = go_version()?;
-    let mut cmd = Command::new("go");
-    cmd.current_dir(dir).args(["test", "-c", "-o"]).arg(out);
-    let f = match run_with_timeout(cmd, timeout, "go test -c") {
-        Ok(f) => f,
-        Err(e) => panic!("{e}"),
-    };
-    if !f.status.success() {
-        return Err(format!(
-            "`go test -c` in {} failed ({}):\n{}{}",
-            dir.display(),
-            f.status,
-            f.stdout,
-            f.stderr
-        ));
-    }
-    Ok(version)
-}
-
-/// Echoes one tokio connection (TCP_NODELAY, a 16 KiB buffer) until EOF: the
-/// connection handler of both tokio echo servers (`echo_tokio` and `compare`'s). An
-/// error ends it and is returned with the step that failed ("setup", "read",
-/// "write"), for the caller to log or not.
-pub async fn tokio_echo(conn: &mut tokio::net::TcpStream) -> Result<(), (&'static str, io::Error)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    conn.set_nodelay(true).map_err(|e| ("setup", e))?;
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        match conn.read(&mut buf).await {
-            Ok(0) => return Ok(()),
-            Ok(n) => conn.write_all(&buf[..n]).await.map_err(|e| ("write", e))?,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(("read", e)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[]), None);
-        assert_eq!(median(&[5.0]), Some(5.0));
-        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-    }
 
     #[test]
     fn runs_a_child() {

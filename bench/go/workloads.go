@@ -1,5 +1,5 @@
-// The workloads of common.rs, one function each. Every function returns the figure in
-// the workload's unit (see the doc comment on common.rs's Workload) or an error when a
+// The comparison workloads of bench/src/workloads/mod.rs, one function each. Every
+// returns the figure in the workload's unit or an error when a
 // check fails. Timing uses time.Now/time.Since (monotonic clock).
 
 package main
@@ -226,7 +226,7 @@ const (
 	sleepDur           = time.Millisecond
 )
 
-// spin busy-waits d on the clock (common.rs's spin).
+// spin busy-waits d on the clock (the Rust side's spin).
 func spin(d time.Duration) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
@@ -293,13 +293,8 @@ func rssBytes() (int64, error) {
 	return pages * int64(os.Getpagesize()), nil
 }
 
-// skipError makes the worker print {"skip": reason} instead of failing.
-type skipError string
-
-func (e skipError) Error() string { return string(e) }
-
 // spawnPark: n goroutines each parked on its own channel receive, then released in
-// spawn order and waited for (common.rs: Workload::SpawnPark). Figure: the spawn
+// spawn order and waited for (bench/src/workloads/proc.rs). Figure: the spawn
 // loop's ns per goroutine; the companions name+"_wake" (ns per goroutine from the
 // first release to the last exit) and name+"_rss" (bytes of RSS per parked goroutine,
 // RSS once all are parked - RSS before the first spawn) go into also.

@@ -45,7 +45,12 @@ use may::coroutine::{yield_now, JoinHandle};
 use may::net::{TcpListener, TcpStream};
 use may::sync::{mpsc, Mutex, Semphore};
 
-use crate::common::{self, Outcome, Workload};
+use super::Contender;
+use crate::harness::procfs;
+use crate::workloads::{self as common, Measurement, Workload};
+
+/// A figure, or why there is none.
+type Figure = Result<f64, String>;
 
 /// Sets may's worker count; must run before may's scheduler starts (its first use).
 fn configure() {
@@ -54,13 +59,7 @@ fn configure() {
 
 /// The text of a panic payload.
 fn panic_text(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(non-text panic)".to_string()
-    }
+    goro::panic_message(p).to_string()
 }
 
 /// Spawns a coroutine with may's default stack, turning may's panic on a failed stack
@@ -98,25 +97,11 @@ fn join<T>(h: JoinHandle<T>) -> Result<T, String> {
         .map_err(|p| format!("may: a coroutine panicked: {}", panic_text(p.as_ref())))
 }
 
-/// Kernel memory mappings of this process now, and the limit (`vm.max_map_count`).
-fn map_counts() -> Option<(usize, usize)> {
-    let now = std::fs::read_to_string("/proc/self/maps")
-        .ok()?
-        .lines()
-        .count();
-    let max = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    Some((now, max))
-}
-
 /// Refuses a workload that keeps up to `live` coroutines alive at once when their
 /// stacks (two mappings each: the stack and its guard page) would not fit under
 /// `vm.max_map_count` (see the module docs).
 fn check_map_room(live: usize, what: &str) -> Result<(), String> {
-    let Some((now, max)) = map_counts() else {
+    let Some((now, max)) = procfs::map_counts() else {
         return Ok(()); // cannot tell: try it
     };
     let need = now + 2 * live;
@@ -132,54 +117,88 @@ fn check_map_room(live: usize, what: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `w` once; the figure in `w.unit()`, or why it could not be measured.
-pub fn run(w: Workload) -> Outcome {
-    if w == Workload::Echo {
-        return Err(
-            "echo runs as a server (`compare --serve may`), measured by the orchestrator".into(),
-        );
+/// may.
+pub struct May;
+
+impl Contender for May {
+    fn name(&self) -> &'static str {
+        "may"
     }
-    configure();
-    // Start the scheduler (its coroutine pool is allocated then) before counting maps.
-    // SAFETY: an empty coroutine: no thread-local access, no stack use.
-    join(unsafe { go(|| ()) }?)?;
-    match w {
-        Workload::SpawnJoin => check_map_room(
-            common::SPAWN_TASKS,
-            "spawn_join spawns 100 000 coroutines before joining any, and may keeps up \
-             to all of them alive at once (measured with 2 workers: spawn #65 474 failed)",
-        )?,
-        Workload::SpawnPark { n, .. } => check_map_room(
-            n,
-            &format!("{} keeps {n} coroutines parked at once", w.primary().name()),
-        )?,
-        _ => {}
+    fn supports(&self, w: &Workload) -> bool {
+        super::in_comparison(w)
     }
-    // SAFETY: the workload bodies below use no thread-locals (only may's channels,
-    // mutex and semaphore, atomics, `Instant` and `common::spin`) and keep small
-    // frames (no large arrays, no recursion), well within the default stack.
-    let driver = unsafe { go(move || workload(w)) }?;
-    join(driver)?
+    fn note(&self, w: &Workload) -> Option<&'static str> {
+        match w.name() {
+            "chain" | "chainbuf" | "pingpong" => {
+                Some("no bounded channel: unbounded may::sync::mpsc (one token in flight)")
+            }
+            "sieve" => Some("no bounded channel: unbounded mpsc + a one-permit semaphore"),
+            _ => None,
+        }
+    }
+    fn run(&self, w: &Workload) -> common::Outcome {
+        configure();
+        // Start the scheduler (its coroutine pool is allocated then) before counting maps.
+        // SAFETY: an empty coroutine: no thread-local access, no stack use.
+        join(unsafe { go(|| ()) }?)?;
+        let name = w.name();
+        if name == "spawn_join" {
+            check_map_room(
+                common::SPAWN_TASKS,
+                "spawn_join spawns 100 000 coroutines before joining any, and may keeps up \
+                 to all of them alive at once (measured with 2 workers: spawn #65 474 failed)",
+            )?;
+        }
+        if let Some(n) = common::park_tasks(name) {
+            check_map_room(n, &format!("{name} keeps {n} coroutines parked at once"))?;
+        }
+        // SAFETY: the workload bodies below use no thread-locals (only may's channels,
+        // mutex and semaphore, atomics, `Instant` and `common::spin`) and keep small
+        // frames (no large arrays, no recursion), well within the default stack.
+        let driver = unsafe { go(move || workload(name)) }?;
+        join(driver)?
+    }
+    fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
+        configure();
+        let listener = TcpListener::bind(addr)?;
+        super::listening(listener.local_addr()?)?;
+        loop {
+            match listener.accept() {
+                // SAFETY: socket I/O on a heap buffer only; a small frame.
+                Ok((conn, _)) => {
+                    if let Err(e) = unsafe { go(move || echo(conn)) } {
+                        eprintln!("may echo: {e}");
+                    }
+                }
+                Err(e) => {
+                    // EMFILE and the like: back off instead of spinning.
+                    eprintln!("may echo: accept failed: {e}");
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
 }
 
-fn workload(w: Workload) -> Outcome {
-    match w {
-        Workload::Chain | Workload::ChainBuf => chain(),
-        Workload::Sieve => sieve(),
-        Workload::PingPong => ping_pong(),
-        Workload::SpawnJoin => spawn_join(),
-        Workload::Yield => yields(),
-        Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => {
-            mutex(w.mutex_tasks().unwrap_or(2))
-        }
-        Workload::SleepLateness => sleep_lateness(),
-        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n)),
-        Workload::Echo => Err("echo is not a worker workload".into()),
-    }
+fn workload(name: &'static str) -> common::Outcome {
+    let figure = match name {
+        "chain" | "chainbuf" => chain(),
+        "sieve" => sieve(),
+        "pingpong" => ping_pong(),
+        "spawn_join" => spawn_join(),
+        "yield" => yields(),
+        "sleep_lateness" => sleep_lateness(),
+        _ => match (common::mutex_tasks(name), common::park_tasks(name)) {
+            (Some(tasks), _) => mutex(tasks),
+            (_, Some(n)) => return spawn_park(name, n),
+            _ => Err(format!("no may workload {name}")),
+        },
+    };
+    figure.map(Measurement::value)
 }
 
 /// `Chain` and `ChainBuf` (the same here, over may's unbounded mpsc: see the module docs).
-fn chain() -> Outcome {
+fn chain() -> Figure {
     const HOPS: usize = common::CHAIN_HOPS;
     // may has no rendezvous or bounded channel; with one token in flight no channel
     // ever holds more than one value, so the unbounded mpsc behaves as capacity 0/1.
@@ -278,7 +297,7 @@ impl<T> BoundedRx<T> {
 }
 
 /// Go's concurrent prime sieve, over capacity-1 channels ([`bounded`]).
-fn sieve() -> Outcome {
+fn sieve() -> Figure {
     let start = Instant::now();
     let (gen_tx, mut ch) = bounded::<u64>();
     // SAFETY: channel and semaphore operations only; a tiny frame.
@@ -320,7 +339,7 @@ fn sieve() -> Outcome {
 }
 
 /// Two coroutines (this one and an echo coroutine) bounce a token over two channels.
-fn ping_pong() -> Outcome {
+fn ping_pong() -> Figure {
     // may has no rendezvous channel; one token in flight: the unbounded mpsc behaves
     // as capacity 0/1 here.
     let (ping_tx, ping_rx) = mpsc::channel::<u64>();
@@ -354,7 +373,7 @@ fn ping_pong() -> Outcome {
 }
 
 /// Spawn SPAWN_TASKS coroutines returning their index, join them in order, check the sum.
-fn spawn_join() -> Outcome {
+fn spawn_join() -> Figure {
     const N: usize = common::SPAWN_TASKS;
     let mut handles = Vec::with_capacity(N);
     let start = Instant::now();
@@ -377,7 +396,7 @@ fn spawn_join() -> Outcome {
 }
 
 /// YIELD_TASKS_PER_WORKER coroutines per worker thread, each yielding YIELD_COUNT times.
-fn yields() -> Outcome {
+fn yields() -> Figure {
     let tasks = common::YIELD_TASKS_PER_WORKER * common::procs();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(tasks);
@@ -399,7 +418,7 @@ fn yields() -> Outcome {
 }
 
 /// `tasks` coroutines share MUTEX_OPS lock/increment/unlock rounds of a `may::sync::Mutex`.
-fn mutex(tasks: usize) -> Outcome {
+fn mutex(tasks: usize) -> Figure {
     let per_task = common::MUTEX_OPS / tasks;
     if per_task * tasks != common::MUTEX_OPS {
         return Err(format!(
@@ -439,7 +458,7 @@ fn mutex(tasks: usize) -> Outcome {
 
 /// SLEEP_COUNT sleeps of 1 ms (by this coroutine) while 2 load coroutines per worker
 /// spin 50 µs and yield, over and over; the mean lateness in µs.
-fn sleep_lateness() -> Outcome {
+fn sleep_lateness() -> Figure {
     const SLEEP: Duration = Duration::from_millis(1);
     let stop = Arc::new(AtomicBool::new(false));
     let mut load = Vec::new();
@@ -471,11 +490,11 @@ fn sleep_lateness() -> Outcome {
 
 /// Spawn-and-park: `n` coroutines each parked on its own channel receive (may has
 /// no rendezvous channel: an unbounded mpsc), then released in spawn order and joined.
-fn spawn_park(n: usize) -> Result<common::Parked, String> {
+fn spawn_park(name: &str, n: usize) -> common::Outcome {
     let parked = Arc::new(AtomicUsize::new(0));
     let mut senders = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
-    let before = common::rss_bytes();
+    let before = procfs::rss_bytes();
     let t = Instant::now();
     for _ in 0..n {
         let (tx, rx) = mpsc::channel::<u64>();
@@ -496,7 +515,7 @@ fn spawn_park(n: usize) -> Result<common::Parked, String> {
     }
     // The last ones to count themselves may not have reached their receive yet.
     may::coroutine::sleep(Duration::from_millis(10));
-    let after = common::rss_bytes();
+    let after = procfs::rss_bytes();
     let t = Instant::now();
     for (i, tx) in senders.into_iter().enumerate() {
         tx.send(i as u64)
@@ -508,7 +527,7 @@ fn spawn_park(n: usize) -> Result<common::Parked, String> {
             other => return Err(format!("spawn_park: coroutine {i} returned {other:?}")),
         }
     }
-    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
+    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
 }
 
 /// Echoes one connection until EOF or an error.
@@ -529,98 +548,4 @@ fn echo(mut conn: TcpStream) {
             Err(_) => return,
         }
     }
-}
-
-/// Accepts connections until `stop` is set (and a connection wakes it up).
-fn accept_loop(listener: TcpListener, stop: Arc<AtomicBool>) {
-    while !stop.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                if stop.load(Ordering::Acquire) {
-                    break;
-                }
-                // SAFETY: socket I/O on a heap buffer only; a small frame.
-                if let Err(e) = unsafe { go(move || echo(conn)) } {
-                    eprintln!("may echo: {e}");
-                }
-            }
-            Err(e) => {
-                // EMFILE and the like: back off instead of spinning.
-                eprintln!("may echo: accept failed: {e}");
-                may::coroutine::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// Blocks SIGTERM in this thread (and so in every thread started after it, may's
-/// workers included) and starts a thread that waits for it with `sigwait` and then sends on `stop`.
-fn sigterm_watch(stop: std::sync::mpsc::Sender<()>) -> std::io::Result<()> {
-    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable sigset_t.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        libc::sigaddset(&mut set, libc::SIGTERM);
-    }
-    // SAFETY: `set` is initialised; a null old-set pointer is allowed.
-    let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if rc != 0 {
-        return Err(std::io::Error::from_raw_os_error(rc));
-    }
-    std::thread::Builder::new()
-        .name("sigterm-watch".into())
-        .spawn(move || {
-            let mut sig: libc::c_int = 0;
-            // SAFETY: `set` is initialised and `sig` is writable; SIGTERM is blocked in
-            // every thread of the process, so sigwait is the one to take it.
-            if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
-                let _ = stop.send(());
-            }
-        })?;
-    Ok(())
-}
-
-/// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, echoes (one coroutine
-/// per connection) until stdin reaches EOF or SIGTERM arrives.
-pub fn serve() -> std::io::Result<()> {
-    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    // Before may starts its threads, so that they inherit the blocked SIGTERM.
-    sigterm_watch(stop_tx.clone())?;
-    configure();
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let acceptor_stop = stop.clone();
-    // SAFETY: accepts and spawns; no thread-locals (eprintln! takes and releases the
-    // stderr lock without blocking in between); a small frame.
-    let acceptor = unsafe { go(move || accept_loop(listener, acceptor_stop)) }
-        .map_err(std::io::Error::other)?;
-    // stdin is watched by a plain thread; EOF (or a read error) stops the server.
-    std::thread::Builder::new()
-        .name("stdin-watch".into())
-        .spawn(move || {
-            // Not holding stdin's lock between reads: others may watch it too.
-            let mut sink = [0u8; 512];
-            loop {
-                match std::io::stdin().read(&mut sink) {
-                    Ok(0) => break,
-                    Ok(_) => continue,
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => break,
-                }
-            }
-            let _ = stop_tx.send(());
-        })?;
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "LISTENING {addr}")?;
-        out.flush()?;
-    }
-    let _ = stop_rx.recv();
-    stop.store(true, Ordering::Release);
-    // Wake the acceptor, blocked in accept, with a connection of our own.
-    let _ = std::net::TcpStream::connect(addr);
-    join(acceptor).map_err(std::io::Error::other)?;
-    Ok(())
 }

@@ -1,33 +1,20 @@
-package gorobench
+package main
 
-// Go versions of goro's channel benchmarks (bench/benches/chan.rs, whose workloads are
-// examples/chain.rs, examples/sieve.rs, examples/powser.rs and the workloads module of
-// bench/src/bin/chan_compare.rs), written for bench/src/bin/chan_compare.rs. The same
-// workloads, operation for operation:
+// Go versions of the channel benchmarks of goro's `chan` suite that are not in
+// workloads.go (the comparison's chain, chainbuf, sieve and pingpong are there):
 //
-//   - Chain, ChainBuf: a chain of 10 000 goroutines, unbuffered or capacity-1 links;
-//     one op = one token from head to tail; also reports ns/hop. (The scheduler
-//     benchmarks of golang.org/s/go15gomaxprocs.)
-//   - Sieve: the concurrent prime sieve up to the 5 000th prime (48611, checked); one
-//     op = one whole sieve; also reports ns/transfer, the channel transfers being
-//     counted as on the goro side (number m travels over pi(spf(m)) channels).
 //   - Powser: power series over channels (after test/chan/powser1.go), the series of
 //     its test plus tan x, each checked exactly to 10 coefficients; one op = one run;
-//     also reports ns/get (coefficients fetched from streams, all goroutines).
-//   - PingPong: one round trip over two unbuffered channels.
-//   - WakeupParallelSpinning, WakeupParallelSyscall: runtime/proc_test.go's
-//     benchmarks, sub-benchmarks named 0us, 1us, ... (goro's names) instead of
-//     Duration strings.
+//     reports ns/get (coefficients fetched from streams, all goroutines).
+//   - WakeupParallelSpinning/Nus, WakeupParallelSyscall/Nus: runtime/proc_test.go's
+//     benchmarks, one delay per benchmark (goro's names: 0us, 1us, ...).
 //   - WakeupLatency (not in Go's tree): a goroutine parked on an unbuffered channel is
 //     woken by a sender that keeps its P busy; reports the 50th, 90th and 99th
 //     percentiles and the maximum of (time the receiver runs - time just before the
 //     send) in µs, and the sends that found the receiver not parked yet (missed, no
 //     sample); one op = one sample.
 //
-// Set-up and tear-down are not timed (b.StopTimer / b.ResetTimer); tear-downs close the
-// channels so that every goroutine ends (Sieve, Powser, Chain) instead of leaking.
-//
-// Run: go test -run XXX -bench 'Chain|Sieve|Powser|PingPong|Wakeup' -cpu 1,2
+// main.go runs them with testing.Benchmark. Set-up and tear-down are not timed.
 
 import (
 	"errors"
@@ -40,153 +27,6 @@ import (
 	"testing"
 	"time"
 )
-
-// ---- Chain / ChainBuf ----
-
-const chainHops = 10000
-
-// chainOf starts hops goroutines linked by channels of capacity c; each adds one to
-// what it receives on its left and sends it right, until its left channel closes.
-func chainOf(hops, c int) (head chan<- uint64, tail <-chan uint64, wg *sync.WaitGroup) {
-	wg = new(sync.WaitGroup)
-	h := make(chan uint64, c)
-	left := h
-	for i := 0; i < hops; i++ {
-		right := make(chan uint64, c)
-		wg.Add(1)
-		go func(in <-chan uint64, out chan<- uint64) {
-			defer wg.Done()
-			defer close(out)
-			for v := range in {
-				out <- v + 1
-			}
-		}(left, right)
-		left = right
-	}
-	return h, left, wg
-}
-
-func benchChain(b *testing.B, c int) {
-	head, tail, wg := chainOf(chainHops, c)
-	// One token to warm up, as the goro side does.
-	head <- 0
-	<-tail
-	b.ResetTimer()
-	start := time.Now()
-	for i := 0; i < b.N; i++ {
-		head <- uint64(i)
-		if v := <-tail; v != uint64(i)+chainHops {
-			b.Fatalf("token %d came out as %d", i, v)
-		}
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(b.N)/chainHops, "ns/hop")
-	close(head)
-	for range tail {
-	}
-	wg.Wait()
-}
-
-func BenchmarkChain(b *testing.B)    { benchChain(b, 0) }
-func BenchmarkChainBuf(b *testing.B) { benchChain(b, 1) }
-
-// ---- Sieve ----
-
-const (
-	sievePrimes = 5000
-	sievePrime  = 48611
-)
-
-// sieveRun finds the first n primes with the concurrent sieve and returns them and the
-// time to find them; the tear-down (stopping the generator, draining, waiting for every
-// goroutine) is not in that time.
-func sieveRun(n int) ([]uint32, time.Duration) {
-	quit := make(chan struct{})
-	head := make(chan uint32)
-	var wg sync.WaitGroup
-	start := time.Now()
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer close(head)
-		for m := uint32(2); ; m++ {
-			select {
-			case head <- m:
-			case <-quit:
-				return
-			}
-		}
-	}()
-	in := head
-	primes := make([]uint32, 0, n)
-	for {
-		p := <-in
-		primes = append(primes, p)
-		if len(primes) == n {
-			break
-		}
-		out := make(chan uint32)
-		wg.Add(1)
-		go func(p uint32, in <-chan uint32, out chan<- uint32) {
-			defer wg.Done()
-			defer close(out)
-			for v := range in {
-				if v%p != 0 {
-					out <- v
-				}
-			}
-		}(p, in, out)
-		in = out
-	}
-	elapsed := time.Since(start)
-	close(quit)
-	for range in {
-	}
-	wg.Wait()
-	return primes, elapsed
-}
-
-// sieveTransfers counts the channel transfers needed to find primes: number m travels
-// over pi(spf(m)) channels, spf(m) being its smallest prime factor.
-func sieveTransfers(primes []uint32) int64 {
-	limit := int(primes[len(primes)-1])
-	spf := make([]uint32, limit+1)
-	for m := 2; m <= limit; m++ {
-		if spf[m] == 0 {
-			for k := m; k <= limit; k += m {
-				if spf[k] == 0 {
-					spf[k] = uint32(m)
-				}
-			}
-		}
-	}
-	index := make([]int64, limit+1)
-	for k, p := range primes {
-		index[p] = int64(k + 1)
-	}
-	var t int64
-	for m := 2; m <= limit; m++ {
-		t += index[spf[m]]
-	}
-	return t
-}
-
-func BenchmarkSieve(b *testing.B) {
-	var total time.Duration
-	var transfers int64
-	for i := 0; i < b.N; i++ {
-		primes, elapsed := sieveRun(sievePrimes)
-		b.StopTimer()
-		if last := primes[len(primes)-1]; last != sievePrime {
-			b.Fatalf("prime #%d came out as %d, expected %d", sievePrimes, last, sievePrime)
-		}
-		total += elapsed
-		transfers += sieveTransfers(primes)
-		b.StartTimer()
-	}
-	b.ReportMetric(float64(total.Nanoseconds())/float64(transfers), "ns/transfer")
-}
 
 // ---- Powser ----
 
@@ -794,28 +634,6 @@ func BenchmarkPowser(b *testing.B) {
 	b.ReportMetric(float64(total.Nanoseconds())/float64(gets), "ns/get")
 }
 
-// ---- PingPong ----
-
-func BenchmarkPingPong(b *testing.B) {
-	ping, pong := make(chan uint64), make(chan uint64)
-	go func() {
-		defer close(pong)
-		for v := range ping {
-			pong <- v + 1
-		}
-	}()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		ping <- uint64(i)
-		if v := <-pong; v != uint64(i)+1 {
-			b.Fatalf("sent %d, got back %d", i, v)
-		}
-	}
-	b.StopTimer()
-	close(ping)
-	<-pong
-}
-
 // ---- WakeupParallel ----
 
 var wakeupDelays = []time.Duration{
@@ -842,49 +660,36 @@ func nanosleepFor(d time.Duration) {
 
 // benchWakeup: two goroutines take turns: one waits delay and receives, while the
 // other waits delay+wakeupDelay and sends; then the roles swap. One op = both turns.
-//
-// The GOMAXPROCS=1 skip is in the sub-benchmarks: the testing package applies -cpu to
-// them, not to the parent (whose check in Go's proc_test.go thus sees whatever
-// GOMAXPROCS the previous benchmark left).
-func benchWakeup(b *testing.B, wait func(time.Duration)) {
-	for _, delay := range wakeupDelays {
-		delay := delay
-		b.Run(fmt.Sprintf("%dus", delay.Microseconds()), func(b *testing.B) {
-			if runtime.GOMAXPROCS(0) == 1 {
-				b.Skip("skipping: GOMAXPROCS=1")
+func benchWakeup(wait func(time.Duration), delay time.Duration) func(*testing.B) {
+	return func(b *testing.B) {
+		ping, pong := make(chan struct{}), make(chan struct{})
+		start, done := make(chan struct{}), make(chan struct{})
+		n := b.N
+		go func() {
+			<-start
+			for i := 0; i < n; i++ {
+				wait(delay + wakeupDelay)
+				ping <- struct{}{}
+				wait(delay)
+				<-pong
 			}
-			ping, pong := make(chan struct{}), make(chan struct{})
-			start, done := make(chan struct{}), make(chan struct{})
-			n := b.N
-			go func() {
-				<-start
-				for i := 0; i < n; i++ {
-					wait(delay + wakeupDelay)
-					ping <- struct{}{}
-					wait(delay)
-					<-pong
-				}
-				done <- struct{}{}
-			}()
-			go func() {
-				for i := 0; i < n; i++ {
-					wait(delay)
-					<-ping
-					wait(delay + wakeupDelay)
-					pong <- struct{}{}
-				}
-				done <- struct{}{}
-			}()
-			b.ResetTimer()
-			start <- struct{}{}
-			<-done
-			<-done
-		})
+			done <- struct{}{}
+		}()
+		go func() {
+			for i := 0; i < n; i++ {
+				wait(delay)
+				<-ping
+				wait(delay + wakeupDelay)
+				pong <- struct{}{}
+			}
+			done <- struct{}{}
+		}()
+		b.ResetTimer()
+		start <- struct{}{}
+		<-done
+		<-done
 	}
 }
-
-func BenchmarkWakeupParallelSpinning(b *testing.B) { benchWakeup(b, spinFor) }
-func BenchmarkWakeupParallelSyscall(b *testing.B)  { benchWakeup(b, nanosleepFor) }
 
 // ---- WakeupLatency ----
 
@@ -893,9 +698,6 @@ func BenchmarkWakeupParallelSyscall(b *testing.B)  { benchWakeup(b, nanosleepFor
 const wakeLatencySpin = 200 * time.Microsecond
 
 func BenchmarkWakeupLatency(b *testing.B) {
-	if runtime.GOMAXPROCS(0) == 1 {
-		b.Skip("skipping: GOMAXPROCS=1")
-	}
 	ch := make(chan time.Time)
 	lat := make([]time.Duration, 0, b.N)
 	done := make(chan struct{})

@@ -1,10 +1,9 @@
-package gorobench
+package main
 
 // Go ports of the Sema* benchmarks (Go 1.19 sync/runtime_sema_test.go, which drives the
 // runtime semaphore through sync's test exports) and the Mutex* benchmarks (Go 1.19
-// sync/mutex_test.go), written for goro's comparison (bench/src/bin/sync_compare.rs).
-// The goro side is bench/benches/sync.rs and goro_bench::sync_workloads; the
-// workloads are the same, op for op.
+// sync/mutex_test.go), written for goro's `sync` suite. The goro side is
+// bench/src/workloads/sync.rs; the workloads are the same, op for op.
 //
 // Differences from Go's own benchmarks, all shared with the goro side:
 //   - The runtime semaphore is reached with go:linkname (sema.go), not through
@@ -20,8 +19,7 @@ package gorobench
 //   - BenchmarkWorkOnly is not in Go's tree: it times the local work of the *Work*
 //     benchmarks alone, so that the compilers' code for it can be compared.
 //
-// Run: go test -run XXX -bench 'Sema|Mutex|WorkOnly' -cpu 1,2 -benchtime 1s
-// (-bench . also runs the other benchmarks of this directory, chan_bench_test.go).
+// main.go runs them with testing.Benchmark.
 
 import (
 	"runtime"

@@ -11,12 +11,8 @@
 //! `select!`. A run computes the series of Go's test plus tan x, and checks ten
 //! coefficients of each against exact rationals.
 //!
-//! ```text
-//! cargo run --release --example powser
-//! ```
-//!
-//! Prints the coefficients, the time, and the time per coefficient fetched from a
-//! stream; exits with status 1 if a coefficient is wrong.
+//! `cargo run --release -p goro-bench --example powser` prints the coefficients and the
+//! time per coefficient fetched from a stream.
 //!
 //! Differences from Go's program: every run has its own context ([`Ctx`]) that
 //! records the channels and coroutines it creates, so that [`Ctx::shutdown`] can close
@@ -26,8 +22,8 @@
 //! run also computes tan x = sin x / cos x, with sin and cos defined by each other
 //! (sin = ∫cos, cos = 1 - ∫sin), which exercises `Recip`.
 //!
-//! `bench/benches/chan.rs` and `bench/src/bin/chan_compare.rs` include this file as a
-//! module and time [`run`] itself.
+//! The `Powser` workload of the `chan` suite, `benches/chan.rs` and the example time
+//! [`run`].
 
 use std::fmt;
 use std::ops::{Add, Mul, Neg};
@@ -36,10 +32,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro::chan::{channel, Receiver, RecvError, SendError, Sender};
-
-#[path = "support/bounded.rs"]
-mod support;
-use support::bounded;
 
 // ---- rationals ----
 
@@ -852,26 +844,4 @@ pub fn check(series: &[Computed]) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-fn main() {
-    println!("power series over channels, {} P(s)", goro::maxprocs());
-    let run = match bounded(Duration::from_secs(60), "powser", run) {
-        Ok(r) => r,
-        Err(msg) => {
-            eprintln!("WRONG: {msg}");
-            std::process::exit(1)
-        }
-    };
-    for (name, coefs) in &run.series {
-        let shown: Vec<String> = coefs.iter().map(|r| r.to_string()).collect();
-        println!("{name:>10}: {}", shown.join(" "));
-    }
-    println!(
-        "all {} series checked; {:.2} ms, {} stream gets, {:.0} ns per get",
-        run.series.len(),
-        run.elapsed.as_secs_f64() * 1e3,
-        run.gets,
-        run.elapsed.as_secs_f64() * 1e9 / run.gets as f64,
-    );
 }

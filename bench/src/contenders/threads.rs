@@ -1,4 +1,4 @@
-//! The plain-threads contender: every workload of `common.rs` on OS threads.
+//! The plain-threads contender: the comparison's workloads on OS threads.
 //!
 //! One `std::thread` per task, `std::sync::mpsc::sync_channel(0)` for the rendezvous
 //! channels (`sync_channel(1)` for capacity 1), `std::sync::Mutex`,
@@ -32,7 +32,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::common::{self, Outcome, Workload};
+use super::Contender;
+use crate::harness::procfs;
+use crate::workloads::{self as common, per, sync::Impl, Measurement, Workload};
+
+/// A figure, or why there is none.
+type Figure = Result<f64, String>;
 
 /// Thread stacks in `spawn_park` (the contract's figure).
 const RSS_STACK: usize = 64 << 10;
@@ -45,27 +50,51 @@ const HEADROOM: usize = 2048;
 /// in minutes.
 const BUDGET: Duration = Duration::from_secs(4);
 
-/// Runs `w` once; the figure in `w`'s unit.
-pub fn run(w: Workload) -> Outcome {
-    let procs = common::procs();
-    match w {
-        Workload::Chain => chain(0),
-        Workload::ChainBuf => chain(1),
-        Workload::Sieve => sieve(),
-        Workload::PingPong => ping_pong(),
-        Workload::SpawnJoin => spawn_join(),
-        Workload::Yield => yields(procs),
-        Workload::Mutex2 | Workload::Mutex8 | Workload::Mutex64 => {
-            mutex(w.mutex_tasks().expect("a mutex workload"))
-        }
-        Workload::SleepLateness => sleep_lateness(procs),
-        Workload::SpawnPark { n, .. } => common::parked_outcome(n, spawn_park(n)),
-        Workload::Echo => Err("echo is measured with `compare --serve threads`".into()),
-    }
-}
+/// Plain threads.
+pub struct Threads;
 
-fn per(elapsed: Duration, n: usize) -> f64 {
-    elapsed.as_nanos() as f64 / n as f64
+impl Contender for Threads {
+    fn name(&self) -> &'static str {
+        "threads"
+    }
+    fn supports(&self, w: &Workload) -> bool {
+        super::in_comparison(w)
+            || common::sync::Bench::from_name(w.name()).is_some_and(|b| b.contenders().contains(&Impl::Std))
+    }
+    fn note(&self, w: &Workload) -> Option<&'static str> {
+        match w.name() {
+            "chain" | "pingpong" | "sieve" => Some("std::sync::mpsc::sync_channel(0)"),
+            n if common::sync::Bench::from_name(n).is_some() => Some("std::sync::Mutex"),
+            _ => None,
+        }
+    }
+    fn run(&self, w: &Workload) -> common::Outcome {
+        let procs = common::procs();
+        let name = w.name();
+        let figure = match name {
+            "chain" => chain(0),
+            "chainbuf" => chain(1),
+            "sieve" => sieve(),
+            "pingpong" => ping_pong(),
+            "spawn_join" => spawn_join(),
+            "yield" => yields(procs),
+            "sleep_lateness" => sleep_lateness(procs),
+            _ => {
+                if let Some(m) = common::sync::measure(name, Impl::Std) {
+                    return m;
+                }
+                match (common::mutex_tasks(name), common::park_tasks(name)) {
+                    (Some(tasks), _) => mutex(tasks),
+                    (_, Some(n)) => return spawn_park(name, n),
+                    _ => Err(format!("no threads workload {name}")),
+                }
+            }
+        };
+        figure.map(Measurement::value)
+    }
+    fn serve(&self, addr: std::net::SocketAddr) -> io::Result<()> {
+        serve(addr)
+    }
 }
 
 /// Mappings of a running thread: its stack and guard page, and the signal stack and
@@ -78,12 +107,9 @@ const MAPS_PER_UNJOINED_THREAD: usize = 2;
 /// process's current mappings. Near the limit, std aborts the process when a new
 /// thread cannot map its signal stack, so this is checked before, not found out.
 fn map_budget(n: usize, per: usize) -> Result<(), String> {
-    let Some(max_maps) = proc_number("/proc/sys/vm/max_map_count") else {
+    let Some((maps, max_maps)) = procfs::map_counts() else {
         return Ok(());
     };
-    let maps = std::fs::read_to_string("/proc/self/maps")
-        .map(|s| s.lines().count())
-        .unwrap_or(0);
     if maps + per * n > max_maps {
         return Err(format!(
             "vm.max_map_count is {max_maps} ({maps} in use) and each thread takes {per} \
@@ -96,16 +122,6 @@ fn map_budget(n: usize, per: usize) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Reads a number from a /proc file (its first field).
-fn proc_number(path: &str) -> Option<usize> {
-    std::fs::read_to_string(path)
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
 }
 
 /// Whether `n` more threads, alive at once, fit in the system's limits with
@@ -121,14 +137,14 @@ fn thread_budget(n: usize) -> Result<(), String> {
         })
         .unwrap_or(0);
     let mut refusals = Vec::new();
-    if let Some(pid_max) = proc_number("/proc/sys/kernel/pid_max") {
+    if let Some(pid_max) = procfs::number("/proc/sys/kernel/pid_max") {
         if tasks + need > pid_max {
             refusals.push(format!(
                 "kernel.pid_max is {pid_max} with {tasks} tasks running"
             ));
         }
     }
-    if let Some(max) = proc_number("/proc/sys/kernel/threads-max") {
+    if let Some(max) = procfs::number("/proc/sys/kernel/threads-max") {
         if tasks + need > max {
             refusals.push(format!(
                 "kernel.threads-max is {max} with {tasks} tasks running"
@@ -200,15 +216,14 @@ fn spawn_all<T: Send + 'static>(
 /// This process's mappings against `vm.max_map_count` (every thread stack not yet
 /// joined takes two: the stack and its guard page), as `"; N of M mappings in use"`.
 fn map_hint() -> String {
-    let maps = std::fs::read_to_string("/proc/self/maps").map(|s| s.lines().count());
-    match (maps, proc_number("/proc/sys/vm/max_map_count")) {
-        (Ok(n), Some(max)) => format!("; {n} of vm.max_map_count = {max} mappings in use"),
-        _ => String::new(),
+    match procfs::map_counts() {
+        Some((n, max)) => format!("; {n} of vm.max_map_count = {max} mappings in use"),
+        None => String::new(),
     }
 }
 
 /// `CHAIN_HOPS` threads linked by `sync_channel(cap)`; ns per hop.
-fn chain(cap: usize) -> Outcome {
+fn chain(cap: usize) -> Figure {
     thread_budget(common::CHAIN_HOPS)?;
     let (first, mut tail) = sync_channel::<u64>(cap);
     let mut links = Vec::with_capacity(common::CHAIN_HOPS);
@@ -274,7 +289,7 @@ fn chain(cap: usize) -> Outcome {
 
 /// Go's concurrent prime sieve, a thread per filter, over `sync_channel(0)`; ms for
 /// the whole run.
-fn sieve() -> Outcome {
+fn sieve() -> Figure {
     thread_budget(common::SIEVE_PRIMES + 1)?;
     let t = Instant::now();
     let (gen, mut ch) = sync_channel::<u64>(0);
@@ -328,7 +343,7 @@ fn sieve() -> Outcome {
 
 /// The main thread and one other bounce a token over two `sync_channel(0)`s; ns per
 /// round trip.
-fn ping_pong() -> Outcome {
+fn ping_pong() -> Figure {
     let (ping, ping_rx) = sync_channel::<usize>(0);
     let (pong_tx, pong) = sync_channel::<usize>(0);
     let echo = thread::spawn(move || {
@@ -366,7 +381,7 @@ fn ping_pong() -> Outcome {
 }
 
 /// Spawn `SPAWN_TASKS` threads, then join them in order; ns per thread.
-fn spawn_join() -> Outcome {
+fn spawn_join() -> Figure {
     let n = common::SPAWN_TASKS;
     map_budget(n + HEADROOM, MAPS_PER_UNJOINED_THREAD)
         .map_err(|why| format!("{n} threads not yet joined do not fit: {why}"))?;
@@ -385,7 +400,7 @@ fn spawn_join() -> Outcome {
 
 /// `YIELD_TASKS_PER_WORKER * procs` threads each `sched_yield` `YIELD_COUNT` times;
 /// ns per yield.
-fn yields(procs: usize) -> Outcome {
+fn yields(procs: usize) -> Figure {
     let tasks = common::YIELD_TASKS_PER_WORKER * procs;
     let t = Instant::now();
     let handles: Vec<_> = (0..tasks)
@@ -405,7 +420,7 @@ fn yields(procs: usize) -> Outcome {
 
 /// `tasks` threads share `MUTEX_OPS` lock/increment/unlock on a `std::sync::Mutex`;
 /// ns per operation.
-fn mutex(tasks: usize) -> Outcome {
+fn mutex(tasks: usize) -> Figure {
     let each = common::MUTEX_OPS / tasks;
     assert_eq!(each * tasks, common::MUTEX_OPS, "MUTEX_OPS divides evenly");
     let counter = Arc::new(Mutex::new(0usize));
@@ -434,7 +449,7 @@ fn mutex(tasks: usize) -> Outcome {
 
 /// 1 ms sleeps (the main thread) under 2 spin-and-yield threads per "worker"
 /// (`procs`); mean µs late.
-fn sleep_lateness(procs: usize) -> Outcome {
+fn sleep_lateness(procs: usize) -> Figure {
     let stop = Arc::new(AtomicBool::new(false));
     let load: Vec<_> = (0..2 * procs)
         .map(|_| {
@@ -466,10 +481,10 @@ fn sleep_lateness(procs: usize) -> Outcome {
 
 /// Spawn-and-park: `n` threads with 64 KiB stacks, each blocked on its own
 /// rendezvous receive, then released in spawn order and joined.
-fn spawn_park(n: usize) -> Result<common::Parked, String> {
+fn spawn_park(name: &str, n: usize) -> common::Outcome {
     thread_budget(n)?;
     let started = Arc::new(AtomicUsize::new(0));
-    let before = common::rss_bytes();
+    let before = procfs::rss_bytes();
     let t = Instant::now();
     let release: Arc<Mutex<Vec<SyncSender<()>>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let handles = {
@@ -502,7 +517,7 @@ fn spawn_park(n: usize) -> Result<common::Parked, String> {
         thread::sleep(Duration::from_millis(1));
     }
     thread::sleep(Duration::from_millis(10));
-    let after = common::rss_bytes();
+    let after = procfs::rss_bytes();
     let t = Instant::now();
     for tx in std::mem::take(&mut *release.lock().expect("not poisoned")) {
         tx.send(()).expect("a parked thread is waiting");
@@ -510,20 +525,14 @@ fn spawn_park(n: usize) -> Result<common::Parked, String> {
     for h in handles {
         assert!(h.join().expect("a parked thread does not panic"));
     }
-    Ok(common::Parked::new(n, spawn, t.elapsed(), before, after))
+    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
 }
 
-/// The echo server: binds 127.0.0.1:0, prints `LISTENING <addr>`, then one thread per
-/// connection on blocking sockets, forever (`main` exits the process when stdin
-/// closes).
-pub fn serve() -> io::Result<()> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    {
-        let mut out = io::stdout().lock();
-        writeln!(out, "LISTENING {addr}")?;
-        out.flush()?;
-    }
+/// The echo server: binds `addr`, prints `LISTENING <addr>`, then one thread per
+/// connection on blocking sockets, until the process exits.
+fn serve(addr: std::net::SocketAddr) -> io::Result<()> {
+    let listener = TcpListener::bind(addr)?;
+    super::listening(listener.local_addr()?)?;
     loop {
         match listener.accept() {
             Ok((conn, _)) => {

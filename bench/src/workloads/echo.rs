@@ -1,7 +1,8 @@
-//! A closed-loop load generator for echo servers: requests/s, latency and fairness.
+//! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load
+//! generator that measures every contender's server: requests/s, latency, fairness.
 //!
 //! ```text
-//! cargo run --release -p goro-bench --bin echo_load -- --addr HOST:PORT
+//! cargo run --release -p goro-bench --bin compare -- load --addr HOST:PORT
 //!     [--conns C] [--size BYTES] [--secs S] [--warmup S] [--json] [--client goro|threads]
 //! ```
 //!
@@ -30,7 +31,7 @@
 //! reached 2-6x, figures that describe the kernel's thread scheduler rather than the
 //! server. goro's clients take turns (busiest/mean mostly 1.1-1.3 against goro's own
 //! server) and their latencies follow Little's law (p50 ~ connections / req/s). At one
-//! connection the two agree within the noise. Every server in `echo_compare` is measured
+//! connection the two agree within the noise. Every server in the `echo` suite is measured
 //! by the same generator, so whatever the client costs is the same for all of them.
 //! (goro's sockets used from plain threads are not an option: a blocked thread is
 //! woken through the netpoller's M, an extra hop that made one round trip several
@@ -45,15 +46,18 @@
 //! `RLIMIT_NOFILE` is raised to the hard limit at start (500 connections need 500+
 //! descriptors here and as many in the server).
 //!
-//! `echo_compare` includes this file as a module and runs it in a child process.
+//! The `echo` suite runs it in a child process (`compare load`), so that it shares no
+//! runtime with the server it measures.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration as StdDuration;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use goro::chan::{channel, RecvTimeoutError, Sender};
-use goro::net::TcpStream;
+use goro::net::{TcpListener, TcpStream};
+use serde::Serialize;
 
 /// A connect, write or read that makes no progress for this long is an error.
 pub const STALL: Duration = Duration::from_secs(10);
@@ -146,8 +150,8 @@ fn seconds(s: &str, zero_ok: bool) -> Result<f64, String> {
     }
 }
 
-/// What one run measured.
-#[derive(Clone, Debug, PartialEq)]
+/// What one run measured (its JSON line: the field names).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Report {
     pub conns: usize,
     pub size: usize,
@@ -224,23 +228,6 @@ impl Report {
             self.mean_per_conn,
             self.busiest_per_conn,
             self.busiest_conn,
-            self.busiest_over_mean,
-            self.min_per_conn
-        )
-    }
-
-    /// The JSON line.
-    pub fn json(&self) -> String {
-        format!(
-            "{{\"conns\":{},\"size\":{},\"secs\":{},\"rps\":{:.1},\"p50_us\":{},\"p99_us\":{},\
-             \"max_us\":{},\"busiest_over_mean\":{:.4},\"min_per_conn\":{}}}",
-            self.conns,
-            self.size,
-            self.secs,
-            self.rps,
-            self.p50_us,
-            self.p99_us,
-            self.max_us,
             self.busiest_over_mean,
             self.min_per_conn
         )
@@ -495,7 +482,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
             };
             println!("{}", rep.human(&client));
             if cfg.json {
-                println!("{}", rep.json());
+                println!("{}", serde_json::to_string(&rep).expect("a report serialises"));
             }
             0
         }
@@ -506,7 +493,40 @@ pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
     }
 }
 
-#[allow(dead_code)] // unused where echo_compare includes this file
-fn main() {
-    std::process::exit(main_with_args(std::env::args().skip(1)));
+/// goro's echo server: binds `addr`, prints `LISTENING <addr>`, then one coroutine
+/// per connection (read, then write it all back, until EOF), until the process exits.
+pub fn serve(addr: SocketAddr) -> io::Result<()> {
+    let listener = TcpListener::bind(addr)?;
+    crate::contenders::listening(listener.local_addr()?)?;
+    let acceptor = goro::go!(move || loop {
+        match listener.accept() {
+            Ok((conn, _)) => drop(goro::go!(move || echo(conn))),
+            Err(e) => {
+                eprintln!("compare serve goro: accept: {e}");
+                goro::time::sleep(StdDuration::from_millis(10));
+            }
+        }
+    });
+    acceptor
+        .join()
+        .map_err(|_| io::Error::other("the acceptor panicked"))
+}
+
+/// Echoes one connection until EOF or an error.
+fn echo(conn: TcpStream) {
+    if conn.set_nodelay(true).is_err() {
+        return;
+    }
+    let mut buf = [0u8; 16 * 1024];
+    let (mut r, mut w) = (&conn, &conn);
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if w.write_all(&buf[..n]).is_err() {
+                    return;
+                }
+            }
+        }
+    }
 }
