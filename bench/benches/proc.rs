@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use criterion::{criterion_group, Criterion};
+use criterion::Criterion;
 use goro::park::{self, Unparker, WaitReason};
-use goro_bench::in_coroutine;
+use goro_bench::harness::in_coroutine;
 
 /// `SpawnJoin`: spawn a coroutine that returns its argument, then join it.
 ///
@@ -369,12 +369,6 @@ fn hooked_calls(c: &mut Criterion) {
     g.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(20)
-}
 
 /// `Syscall`: the cost of a blocking call that returns at once (Go's
 /// `BenchmarkSyscall`, runtime/proc_test.go: entersyscall + exitsyscall around
@@ -424,19 +418,5 @@ fn syscall(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group! {
-    name = proc;
-    config = config();
-    targets = spawn_join, gosched, park_ping_pong, corosensei_switch, syscall, hooked_calls
-}
 
-// criterion_main!, plus a line saying how many Ps the runtime runs with.
-fn main() {
-    eprintln!(
-        "goro: {} Ps (GORO_MAXPROCS={})",
-        goro::maxprocs(),
-        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
-    );
-    proc();
-    Criterion::default().configure_from_args().final_summary();
-}
+goro_bench::bench_main!(spawn_join, gosched, park_ping_pong, corosensei_switch, syscall, hooked_calls);

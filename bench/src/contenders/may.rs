@@ -164,8 +164,8 @@ impl Contender for May {
         super::listening(listener.local_addr()?)?;
         loop {
             match listener.accept() {
-                // SAFETY: socket I/O on a heap buffer only; a small frame.
                 Ok((conn, _)) => {
+                    // SAFETY: socket I/O on a heap buffer only; a small frame.
                     if let Err(e) = unsafe { go(move || echo(conn)) } {
                         eprintln!("may echo: {e}");
                     }

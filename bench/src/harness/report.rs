@@ -437,10 +437,9 @@ pub fn svg(r: &Results) -> String {
         xml_escape(&others.iter().map(|(_, c)| *c).collect::<Vec<_>>().join(", "))
     );
     let _ = writeln!(g,
-        r##"<text x="{}" y="44" text-anchor="middle" fill="#444">median of {} rounds{}; contender / goro for times and sizes, goro / contender for throughputs; log scale</text>"##,
+        r##"<text x="{}" y="44" text-anchor="middle" fill="#444">median of {} rounds; contender / goro for times and sizes, goro / contender for throughputs; log scale</text>"##,
         width / 2.0,
-        r.rounds,
-        ""
+        r.rounds
     );
     // Grid and ticks.
     let axis_y = top + plot_h;
