@@ -145,15 +145,22 @@ fn list() -> i32 {
     0
 }
 
-/// `serve`: the contender's echo server; stdin's EOF (the harness closes the pipe)
-/// ends the process, whatever the server is doing.
+/// `serve`: the contender's echo server. If stdin is a pipe (the harness's), its EOF
+/// ends the process, whatever the server is doing; otherwise a signal does.
 fn serve(c: &dyn Contender, addr: SocketAddr) -> i32 {
-    std::thread::spawn(|| {
-        let mut sink = [0u8; 512];
-        while !matches!(std::io::stdin().read(&mut sink), Ok(0) | Err(_)) {}
-        let _ = std::io::stdout().flush();
-        std::process::exit(0);
-    });
+    // SAFETY: fstat writes one `stat` into `st`, a valid, exclusively borrowed local.
+    let piped = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        libc::fstat(0, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+    };
+    if piped {
+        std::thread::spawn(|| {
+            let mut sink = [0u8; 512];
+            while !matches!(std::io::stdin().read(&mut sink), Ok(0) | Err(_)) {}
+            let _ = std::io::stdout().flush();
+            std::process::exit(0);
+        });
+    }
     match c.serve(addr) {
         Ok(()) => 0,
         Err(e) => {
@@ -256,6 +263,9 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
                 order.rotate_left(round % cs.len().max(1));
                 for (position, &ci) in order.iter().enumerate() {
                     let c = cs[ci];
+                    if !c.supports(w) {
+                        continue; // an empty cell: "-"
+                    }
                     let started = Instant::now();
                     let result = launcher.run(c, w, procs);
                     let wall_secs = started.elapsed().as_secs_f64();
@@ -263,10 +273,10 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
                         let got = match &result {
                             Ok(m) if m.skip.is_some() => Got::Skip(m.skip.clone().unwrap_or_default()),
                             Ok(m) if k == 0 => m.value.map_or_else(|| Got::Failed("no figure".into()), Got::Value),
-                            Ok(m) => m.also.get(r.name).map_or_else(
-                                || Got::Skip(format!("{} does not measure {}", c.name(), r.name)),
-                                |&v| Got::Value(v),
-                            ),
+                            Ok(m) => match m.also.get(r.name) {
+                                Some(&v) => Got::Value(v),
+                                None => continue, // not measured by this contender: "-"
+                            },
                             Err(e) => Got::Failed(e.clone()),
                         };
                         if k == 0 {

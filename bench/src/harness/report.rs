@@ -120,14 +120,15 @@ impl Results {
              end; {:.0} s):\n\n```sh\n{}\n```\n\nMedian of {} rounds per cell, every run a \
              fresh process, the contenders' order rotated every round. In parentheses: the \
              ratio to goro's median, > 1 when goro is ahead (contender / goro for the \
-             lower-is-better figures, goro / contender for req/s and wake-ups/s).",
+             lower-is-better figures, goro / contender for req/s and wake-ups/s). -: not \
+             measured by that contender.",
             m.date, m.nproc, m.cpu, m.kernel, self.go, m.load_average_start,
             self.load_average_end, self.total_secs, self.command, self.rounds
         );
         for suite in suites {
             let rows: Vec<&RowResult> = self.rows.iter().filter(|r| r.suite == suite).collect();
             let cols: Vec<usize> = (0..self.contenders.len())
-                .filter(|&ci| rows.iter().any(|r| r.cells[ci].values > 0 || !r.cells[ci].failures.is_empty()))
+                .filter(|&ci| rows.iter().any(|r| !r.cells[ci].runs.is_empty()))
                 .collect();
             let mut notes = Footnotes::default();
             let names: Vec<&str> = cols.iter().map(|&ci| self.contenders[ci]).collect();
