@@ -67,7 +67,8 @@ struct RunArgs {
     /// Only these rows (a companion row selects its workload).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Only the README table's rows.
+    /// Only the full comparison's rows (the README's table and its section of
+    /// docs/benchmarks.md).
     #[arg(long)]
     readme: bool,
     /// Contenders, in column order (default: all; `base` with --baseline).

@@ -215,17 +215,22 @@ rows!(TICKER_NONE: row("ticker/none/p99", "µs"), row("ticker/none/max", "µs"))
 rows!(TICKER_SLEEP: row("ticker/sleep/p99", "µs"), row("ticker/sleep/max", "µs"));
 rows!(TICKER_CPU: row("ticker/cpu/p99", "µs"), row("ticker/cpu/max", "µs"));
 
-/// The rows of the README's table: `compare --only` with these reproduces it.
+/// The rows of the full comparison (`compare --readme`): the README's table and the
+/// section of docs/benchmarks.md it comes from.
 pub const README_ROWS: &[&str] = &[
     "chain",
+    "chainbuf",
     "sieve",
     "pingpong",
     "spawn_join",
-    "spawn_park_1m",
     "yield",
+    "mutex2",
     "mutex8",
+    "mutex64",
     "sleep_lateness",
-    "spawn_park_100k_rss",
+    "spawn_park_10k",
+    "spawn_park_100k",
+    "spawn_park_1m",
     "echo/50",
 ];
 
