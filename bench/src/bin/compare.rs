@@ -52,11 +52,8 @@ enum Cmd {
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: SocketAddr,
     },
-    /// The closed-loop echo load generator (`--help` for its options).
-    Load {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    /// The closed-loop echo load generator.
+    Load(workloads::echo::Config),
 }
 
 #[derive(Args)]
@@ -124,7 +121,7 @@ fn main() {
             Some(c) => serve(c, addr),
             None => usage(&format!("unknown contender {contender:?}")),
         },
-        Some(Cmd::Load { args }) => workloads::echo::main_with_args(args),
+        Some(Cmd::Load(cfg)) => workloads::echo::main(&cfg),
         None => run(&cli.run),
     };
     let _ = std::io::stdout().flush();

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p goro-bench --bin compare -- load --addr HOST:PORT
-//!     [--conns C] [--size BYTES] [--secs S] [--warmup S] [--json] [--client goro|threads]
+//!     [--conns C] [--size BYTES] [--secs S] [--warmup S] [--json]
 //! ```
 //!
 //! It opens `C` connections (default 1) one after the other, then starts them together:
@@ -21,21 +21,11 @@
 //! {"conns":C,"size":B,"secs":S,"rps":..,"p50_us":..,"p99_us":..,"max_us":..,"busiest_over_mean":..,"min_per_conn":..}
 //! ```
 //!
-//! Clients: by default every connection is a goro coroutine (the load generator is a
-//! goro program; `GORO_MAXPROCS` sets its Ps). `--client threads` runs one OS thread
-//! per connection on std's blocking sockets instead. The coroutines are the default
-//! because the threads distort the figures at 50 and 500 connections on a 2-core
-//! machine: the kernel lets a few threads run many round trips back to back while the
-//! others wait for a CPU, so the median latency collapses to one loopback round trip
-//! (~20 us), the p99 is that wait (tens of ms at 500 connections) and busiest/mean
-//! reached 2-6x, figures that describe the kernel's thread scheduler rather than the
-//! server. goro's clients take turns (busiest/mean mostly 1.1-1.3 against goro's own
-//! server) and their latencies follow Little's law (p50 ~ connections / req/s). At one
-//! connection the two agree within the noise. Every server in the `echo` suite is measured
-//! by the same generator, so whatever the client costs is the same for all of them.
-//! (goro's sockets used from plain threads are not an option: a blocked thread is
-//! woken through the netpoller's M, an extra hop that made one round trip several
-//! times slower.)
+//! Every connection is a goro coroutine (`GORO_MAXPROCS` sets the generator's Ps).
+//! Plain threads were an option once; on a 2-core machine the kernel lets a few of
+//! them run many round trips back to back while the others wait for a CPU, figures
+//! that describe the kernel's scheduler rather than the server. Every server in the
+//! `echo` suite is measured by the same generator.
 //!
 //! Latencies are kept per connection as `Vec<u32>` of microseconds and merged and
 //! sorted at the end (nearest-rank percentiles).
@@ -51,7 +41,6 @@
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration as StdDuration;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -64,89 +53,33 @@ pub const STALL: Duration = Duration::from_secs(10);
 /// How long after its deadline the whole run waits for its connections.
 const GRACE: Duration = Duration::from_secs(15);
 
-/// Who runs the client side of each connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Client {
-    /// One goro coroutine per connection.
-    Goro,
-    /// One OS thread per connection.
-    Threads,
-}
-
-/// The command line.
-#[derive(Clone, Debug)]
+/// The command line of `compare load`.
+#[derive(Clone, Debug, clap::Args)]
 pub struct Config {
+    /// The server.
+    #[arg(long, default_value = "127.0.0.1:7000")]
     pub addr: String,
-    pub conns: usize,
-    pub size: usize,
+    /// Connections.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub conns: u32,
+    /// Message size, bytes.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    pub size: u32,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = seconds)]
     pub secs: f64,
+    /// Warm-up seconds (not counted).
+    #[arg(long, default_value_t = 1.0, value_parser = seconds)]
     pub warmup: f64,
+    /// Also print the report as a JSON line.
+    #[arg(long)]
     pub json: bool,
-    pub client: Client,
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            addr: "127.0.0.1:7000".into(),
-            conns: 1,
-            size: 64,
-            secs: 10.0,
-            warmup: 1.0,
-            json: false,
-            client: Client::Goro,
-        }
-    }
-}
-
-const USAGE: &str = "usage: echo_load --addr HOST:PORT [--conns C] [--size BYTES] [--secs S] \
-                     [--warmup S] [--json] [--client goro|threads]";
-
-/// Parses the arguments (without the program name).
-pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Config, String> {
-    let mut cfg = Config::default();
-    let mut args = args.into_iter();
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match a.as_str() {
-            "--addr" => cfg.addr = value("--addr")?,
-            "--conns" => {
-                cfg.conns = value("--conns")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or("--conns must be a positive whole number")?
-            }
-            "--size" => {
-                cfg.size = value("--size")?
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0 && n <= 16 << 20)
-                    .ok_or("--size must be a whole number of bytes in 1..=16777216")?
-            }
-            "--secs" => cfg.secs = seconds(&value("--secs")?, false)?,
-            "--warmup" => cfg.warmup = seconds(&value("--warmup")?, true)?,
-            "--json" => cfg.json = true,
-            "--client" => {
-                cfg.client = match value("--client")?.as_str() {
-                    "goro" => Client::Goro,
-                    "threads" => Client::Threads,
-                    other => {
-                        return Err(format!("--client must be goro or threads, not {other:?}"))
-                    }
-                }
-            }
-            "-h" | "--help" => return Err("a closed-loop load generator for echo servers".into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    Ok(cfg)
-}
-
-fn seconds(s: &str, zero_ok: bool) -> Result<f64, String> {
+fn seconds(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v <= 86_400.0 && (v > 0.0 || (zero_ok && v == 0.0)) => Ok(v),
-        _ => Err(format!("{s:?} is not a valid number of seconds")),
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in 0..=86400")),
     }
 }
 
@@ -196,7 +129,7 @@ impl Report {
             .unwrap_or((0, 0));
         Ok(Report {
             conns: counts.len(),
-            size: cfg.size,
+            size: cfg.size as usize,
             secs: cfg.secs,
             requests,
             rps: requests as f64 / cfg.secs,
@@ -276,7 +209,8 @@ type ConnResult = Result<Vec<u32>, String>;
 /// Runs the load; the report, or every error seen.
 pub fn run(cfg: &Config) -> Result<Report, String> {
     let limit = raise_nofile_limit().map_err(|e| format!("getrlimit(RLIMIT_NOFILE): {e}"))?;
-    if (cfg.conns as libc::rlim_t).saturating_add(32) > limit {
+    let conns = cfg.conns as usize;
+    if (conns as libc::rlim_t).saturating_add(32) > limit {
         return Err(format!(
             "{} connections need more file descriptors than RLIMIT_NOFILE allows ({limit})",
             cfg.conns
@@ -290,31 +224,27 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         .ok_or_else(|| format!("{} resolves to no address", cfg.addr))?;
 
     // Connect all first, one after the other (no burst on the server's backlog).
-    let mut streams = Vec::with_capacity(cfg.conns);
-    for i in 0..cfg.conns {
-        let s = Conn::connect(cfg.client, &addr).map_err(|e| format!("connection {i}: {e}"))?;
-        streams.push(s);
+    let mut streams = Vec::with_capacity(conns);
+    for i in 0..conns {
+        streams.push(connect(&addr).map_err(|e| format!("connection {i}: {e}"))?);
     }
 
     // Then start them together: every client waits on the gate, which opens when its
     // sender is dropped, and then reads the common start time.
     let (gate_tx, gate_rx) = channel::<()>(0);
-    let (res_tx, res_rx) = channel::<(usize, ConnResult)>(cfg.conns);
+    let (res_tx, res_rx) = channel::<(usize, ConnResult)>(conns);
     let start: Arc<OnceLock<Instant>> = Arc::default();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let secs = Duration::from_secs_f64(cfg.secs);
     for (i, stream) in streams.into_iter().enumerate() {
         let (gate_rx, res_tx, start) = (gate_rx.clone(), res_tx.clone(), start.clone());
-        let size = cfg.size;
+        let size = cfg.size as usize;
         let body = move || {
             let r = match gate_rx.recv_timeout(STALL + STALL) {
                 Err(RecvTimeoutError::Closed) => match start.get() {
                     Some(&t0) => {
                         let (warm_end, end) = (t0 + warmup, t0 + warmup + secs);
-                        match &stream {
-                            Conn::Goro(s) => client(s, size, warm_end, end),
-                            Conn::Std(s) => client(s, size, warm_end, end),
-                        }
+                        client(&stream, size, warm_end, end)
                     }
                     None => Err("the gate opened without a start time".into()),
                 },
@@ -324,16 +254,7 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
             drop(stream);
             send_result(&res_tx, i, r);
         };
-        match cfg.client {
-            Client::Goro => drop(goro::go!(body)),
-            Client::Threads => {
-                std::thread::Builder::new()
-                    .name(format!("conn-{i}"))
-                    .stack_size(128 << 10)
-                    .spawn(body)
-                    .map_err(|e| format!("connection {i}: cannot start a thread: {e}"))?;
-            }
-        }
+        drop(goro::go!(body));
     }
     drop(res_tx);
     let t0 = Instant::now();
@@ -341,9 +262,9 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     drop(gate_tx);
 
     let deadline = t0 + warmup + secs + GRACE;
-    let mut per_conn: Vec<Option<Vec<u32>>> = vec![None; cfg.conns];
+    let mut per_conn: Vec<Option<Vec<u32>>> = vec![None; conns];
     let mut errors = Vec::new();
-    for _ in 0..cfg.conns {
+    for _ in 0..conns {
         let left = deadline.saturating_duration_since(Instant::now());
         match res_rx.recv_timeout(left) {
             Ok((i, Ok(lat))) => per_conn[i] = Some(lat),
@@ -378,37 +299,16 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     )
 }
 
-/// A client connection: goro's socket (coroutine clients) or std's (thread clients).
-enum Conn {
-    Goro(TcpStream),
-    Std(std::net::TcpStream),
-}
-
-impl Conn {
-    /// Connects (bounded) and sets `TCP_NODELAY` and the stall bound as read and write
-    /// timeouts.
-    fn connect(client: Client, addr: &SocketAddr) -> Result<Conn, String> {
-        let what = |e: io::Error| format!("connect to {addr} failed: {e}");
-        let opts = |e: io::Error| format!("socket options: {e}");
-        Ok(match client {
-            Client::Goro => {
-                let s = TcpStream::connect_timeout(addr, STALL).map_err(what)?;
-                s.set_nodelay(true)
-                    .and_then(|_| s.set_read_timeout(Some(STALL)))
-                    .and_then(|_| s.set_write_timeout(Some(STALL)))
-                    .map_err(opts)?;
-                Conn::Goro(s)
-            }
-            Client::Threads => {
-                let s = std::net::TcpStream::connect_timeout(addr, STALL).map_err(what)?;
-                s.set_nodelay(true)
-                    .and_then(|_| s.set_read_timeout(Some(STALL)))
-                    .and_then(|_| s.set_write_timeout(Some(STALL)))
-                    .map_err(opts)?;
-                Conn::Std(s)
-            }
-        })
-    }
+/// Connects (bounded) and sets `TCP_NODELAY` and the stall bound as read and write
+/// timeouts.
+fn connect(addr: &SocketAddr) -> Result<TcpStream, String> {
+    let s = TcpStream::connect_timeout(addr, STALL)
+        .map_err(|e| format!("connect to {addr} failed: {e}"))?;
+    s.set_nodelay(true)
+        .and_then(|_| s.set_read_timeout(Some(STALL)))
+        .and_then(|_| s.set_write_timeout(Some(STALL)))
+        .map_err(|e| format!("socket options: {e}"))?;
+    Ok(s)
 }
 
 fn send_result(tx: &Sender<(usize, ConnResult)>, i: usize, r: ConnResult) {
@@ -419,10 +319,7 @@ fn send_result(tx: &Sender<(usize, ConnResult)>, i: usize, r: ConnResult) {
 
 /// One connection's closed loop: send, read back, check, time; until `end`. Returns
 /// the latencies (µs) of the round trips between `warm_end` and `end`.
-fn client<S>(stream: &S, size: usize, warm_end: Instant, end: Instant) -> ConnResult
-where
-    for<'a> &'a S: Read + Write,
-{
+fn client(stream: &TcpStream, size: usize, warm_end: Instant, end: Instant) -> ConnResult {
     let mut out: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
     let mut back = vec![0u8; size];
     let mut lat: Vec<u32> = Vec::with_capacity(4096);
@@ -465,29 +362,18 @@ where
     }
 }
 
-/// Runs echo_load with `args` (without the program name); the exit status.
-pub fn main_with_args(args: impl IntoIterator<Item = String>) -> i32 {
-    let cfg = match parse_args(args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("echo_load: {e}\n{USAGE}");
-            return 2;
-        }
-    };
-    match run(&cfg) {
+/// `compare load`: runs the load and prints the report; the exit status.
+pub fn main(cfg: &Config) -> i32 {
+    match run(cfg) {
         Ok(rep) => {
-            let client = match cfg.client {
-                Client::Goro => format!("goro clients, {} Ps", goro::maxprocs()),
-                Client::Threads => "thread clients".to_string(),
-            };
-            println!("{}", rep.human(&client));
+            println!("{}", rep.human(&format!("goro clients, {} Ps", goro::maxprocs())));
             if cfg.json {
                 println!("{}", serde_json::to_string(&rep).expect("a report serialises"));
             }
             0
         }
         Err(e) => {
-            eprintln!("echo_load: {e}");
+            eprintln!("compare load: {e}");
             1
         }
     }
@@ -503,7 +389,7 @@ pub fn serve(addr: SocketAddr) -> io::Result<()> {
             Ok((conn, _)) => drop(goro::go!(move || echo(conn))),
             Err(e) => {
                 eprintln!("compare serve goro: accept: {e}");
-                goro::time::sleep(StdDuration::from_millis(10));
+                goro::time::sleep(Duration::from_millis(10));
             }
         }
     });
