@@ -170,6 +170,10 @@ fn wakeup_benches(c: &mut Criterion) {
     }
 }
 
-
-
-goro_bench::bench_main!(chain_benches, sieve_bench, powser_bench, ping_pong_bench, wakeup_benches);
+goro_bench::bench_main!(
+    chain_benches,
+    sieve_bench,
+    powser_bench,
+    ping_pong_bench,
+    wakeup_benches
+);

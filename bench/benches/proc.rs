@@ -369,7 +369,6 @@ fn hooked_calls(c: &mut Criterion) {
     g.finish();
 }
 
-
 /// `Syscall`: the cost of a blocking call that returns at once (Go's
 /// `BenchmarkSyscall`, runtime/proc_test.go: entersyscall + exitsyscall around
 /// nothing), from one coroutine: the fast path, where the P is taken back with one CAS.
@@ -418,5 +417,11 @@ fn syscall(c: &mut Criterion) {
     g.finish();
 }
 
-
-goro_bench::bench_main!(spawn_join, gosched, park_ping_pong, corosensei_switch, syscall, hooked_calls);
+goro_bench::bench_main!(
+    spawn_join,
+    gosched,
+    park_ping_pong,
+    corosensei_switch,
+    syscall,
+    hooked_calls
+);

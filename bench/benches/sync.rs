@@ -27,7 +27,6 @@
 //!
 //! For one table with Go's figures from the same run: `compare --suite sync`.
 
-
 use criterion::Criterion;
 use goro_bench::workloads::sync::{run, Bench};
 
@@ -43,7 +42,5 @@ fn sync_benches(c: &mut Criterion) {
         g.finish();
     }
 }
-
-
 
 goro_bench::bench_main!(sync_benches);

@@ -76,7 +76,10 @@ impl Garbage {
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().expect("a garbage coroutine")).collect()
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a garbage coroutine"))
+                .collect()
         });
         Garbage(batches)
     }

@@ -27,7 +27,10 @@ fn arg(n: usize, default: u64) -> u64 {
 fn main() {
     let hops = arg(1, CHAIN_HOPS as u64) as usize;
     let tokens = arg(2, 200);
-    println!("chain of {hops} coroutines, {tokens} tokens, {} P(s)", goro::maxprocs());
+    println!(
+        "chain of {hops} coroutines, {tokens} tokens, {} P(s)",
+        goro::maxprocs()
+    );
     for (name, cap) in [("Chain (unbuffered)", 0), ("ChainBuf (capacity 1)", 1)] {
         let chain = Chain::new(hops, cap);
         let d = chain.driver();

@@ -22,7 +22,10 @@ fn main() {
             std::process::exit(64)
         }
     };
-    println!("concurrent prime sieve: first {n} primes, {} P(s)", goro::maxprocs());
+    println!(
+        "concurrent prime sieve: first {n} primes, {} P(s)",
+        goro::maxprocs()
+    );
     match run_bounded(Duration::from_secs(120), "sieve", move || sieve(n)) {
         Ok(run) => println!(
             "prime #{n} = {} (checked); {:.1} ms, {} channel transfers, {:.1} ns per transfer",

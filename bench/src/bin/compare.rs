@@ -31,7 +31,10 @@ use goro_bench::harness::{go, procfs};
 use goro_bench::workloads::{self, Suite, Workload, README_ROWS};
 
 #[derive(Parser)]
-#[command(name = "compare", about = "goro next to may, tokio, plain threads and Go")]
+#[command(
+    name = "compare",
+    about = "goro next to may, tokio, plain threads and Go"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
@@ -115,7 +118,9 @@ fn main() {
             workload,
         }) => match (contenders::find(&contender), Workload::find(&workload)) {
             (Some(c), Some(w)) => contenders::worker(c, w),
-            _ => usage(&format!("unknown contender {contender:?} or workload {workload:?}")),
+            _ => usage(&format!(
+                "unknown contender {contender:?} or workload {workload:?}"
+            )),
         },
         Some(Cmd::Serve { contender, addr }) => match contenders::find(&contender) {
             Some(c) => serve(c, addr),
@@ -137,7 +142,10 @@ fn usage(e: &str) -> i32 {
 
 fn list() -> i32 {
     for w in workloads::ALL {
-        let rows: Vec<String> = w.rows().map(|r| format!("{} ({})", r.name, r.unit)).collect();
+        let rows: Vec<String> = w
+            .rows()
+            .map(|r| format!("{} ({})", r.name, r.unit))
+            .collect();
         println!("{:?} at {:?} P: {}", w.suite, w.procs, rows.join(", "));
     }
     0
@@ -186,18 +194,32 @@ fn selection(a: &RunArgs) -> Result<Vec<&'static Workload>, String> {
         if s == "all" {
             return Ok(workloads::ALL.iter().collect());
         }
-        suites.push(<Suite as clap::ValueEnum>::from_str(s, true).map_err(|_| format!("no suite {s:?}"))?);
+        suites.push(
+            <Suite as clap::ValueEnum>::from_str(s, true).map_err(|_| format!("no suite {s:?}"))?,
+        );
     }
-    Ok(workloads::ALL.iter().filter(|w| suites.contains(&w.suite)).collect())
+    Ok(workloads::ALL
+        .iter()
+        .filter(|w| suites.contains(&w.suite))
+        .collect())
 }
 
 /// The command line, as the tables show it.
 fn command_line() -> String {
     let args: Vec<String> = std::env::args()
         .skip(1)
-        .map(|a| if a.contains([' ', '*']) { format!("'{a}'") } else { a })
+        .map(|a| {
+            if a.contains([' ', '*']) {
+                format!("'{a}'")
+            } else {
+                a
+            }
+        })
         .collect();
-    format!("cargo run --release -p goro-bench --bin compare -- {}", args.join(" "))
+    format!(
+        "cargo run --release -p goro-bench --bin compare -- {}",
+        args.join(" ")
+    )
 }
 
 fn run(a: &RunArgs) -> i32 {
@@ -269,8 +291,12 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
                     let wall_secs = started.elapsed().as_secs_f64();
                     for (k, r) in w.rows().enumerate() {
                         let got = match &result {
-                            Ok(m) if m.skip.is_some() => Got::Skip(m.skip.clone().unwrap_or_default()),
-                            Ok(m) if k == 0 => m.value.map_or_else(|| Got::Failed("no figure".into()), Got::Value),
+                            Ok(m) if m.skip.is_some() => {
+                                Got::Skip(m.skip.clone().unwrap_or_default())
+                            }
+                            Ok(m) if k == 0 => m
+                                .value
+                                .map_or_else(|| Got::Failed("no figure".into()), Got::Value),
                             Ok(m) => match m.also.get(r.name) {
                                 Some(&v) => Got::Value(v),
                                 None => continue, // not measured by this contender: "-"
@@ -301,7 +327,10 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
                     }
                 }
             }
-            workload_secs.push((format!("{} ({procs} P)", w.name()), t.elapsed().as_secs_f64()));
+            workload_secs.push((
+                format!("{} ({procs} P)", w.name()),
+                t.elapsed().as_secs_f64(),
+            ));
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);
@@ -314,7 +343,10 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
         ratio_convention: "ratio_to_goro > 1 means goro is ahead: contender/goro for \
                            lower-is-better figures, goro/contender for throughputs",
         machine,
-        go: launcher.go.as_ref().map_or_else(|e| format!("Go: {e}"), |g| g.version.clone()),
+        go: launcher
+            .go
+            .as_ref()
+            .map_or_else(|e| format!("Go: {e}"), |g| g.version.clone()),
         rounds,
         contenders: names,
         rows,

@@ -238,17 +238,12 @@ fn chain() -> Figure {
         let out = tail
             .recv()
             .map_err(|_| "chain: the tail closed before the token came out".to_string())?;
-        if out != token + HOPS as u64 {
-            return Err(format!(
-                "chain: token {token} came out as {out}, expected {}",
-                token + HOPS as u64
-            ));
-        }
+        common::check_token(token, out)?;
     }
     let elapsed = start.elapsed();
     // Dropping the head closes the chain, one coroutine after the other.
     drop(head);
-    Ok(elapsed.as_nanos() as f64 / (common::CHAIN_TOKENS * HOPS) as f64)
+    Ok(common::per(elapsed, common::CHAIN_TOKENS * HOPS))
 }
 
 /// The sending half of a capacity-1 channel: may's unbounded mpsc plus one credit.
@@ -369,7 +364,7 @@ fn ping_pong() -> Figure {
     let elapsed = start.elapsed();
     drop(ping_tx);
     join(echo)?;
-    Ok(elapsed.as_nanos() as f64 / common::PINGPONG_ROUNDS as f64)
+    Ok(common::per(elapsed, common::PINGPONG_ROUNDS))
 }
 
 /// Spawn SPAWN_TASKS coroutines returning their index, join them in order, check the sum.
@@ -392,7 +387,7 @@ fn spawn_join() -> Figure {
             "spawn_join: the results sum to {sum}, expected {want}"
         ));
     }
-    Ok(elapsed.as_nanos() as f64 / N as f64)
+    Ok(common::per(elapsed, N))
 }
 
 /// YIELD_TASKS_PER_WORKER coroutines per worker thread, each yielding YIELD_COUNT times.
@@ -414,7 +409,7 @@ fn yields() -> Figure {
         join(h)?;
     }
     let elapsed = start.elapsed();
-    Ok(elapsed.as_nanos() as f64 / (tasks * common::YIELD_COUNT) as f64)
+    Ok(common::per(elapsed, tasks * common::YIELD_COUNT))
 }
 
 /// `tasks` coroutines share MUTEX_OPS lock/increment/unlock rounds of a `may::sync::Mutex`.
@@ -453,7 +448,7 @@ fn mutex(tasks: usize) -> Figure {
             common::MUTEX_OPS
         ));
     }
-    Ok(elapsed.as_nanos() as f64 / common::MUTEX_OPS as f64)
+    Ok(common::per(elapsed, common::MUTEX_OPS))
 }
 
 /// SLEEP_COUNT sleeps of 1 ms (by this coroutine) while 2 load coroutines per worker
@@ -527,7 +522,13 @@ fn spawn_park(name: &str, n: usize) -> common::Outcome {
             other => return Err(format!("spawn_park: coroutine {i} returned {other:?}")),
         }
     }
-    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
+    Ok(common::parked(
+        name,
+        n,
+        spawn,
+        t.elapsed(),
+        after.saturating_sub(before),
+    ))
 }
 
 /// Echoes one connection until EOF or an error.

@@ -82,7 +82,10 @@ pub fn worker(c: &dyn Contender, w: &Workload) -> i32 {
         note: m.note.or_else(|| c.note(w).map(String::from)),
         ..m
     };
-    println!("{}", serde_json::to_string(&m).expect("a measurement serialises"));
+    println!(
+        "{}",
+        serde_json::to_string(&m).expect("a measurement serialises")
+    );
     0
 }
 
@@ -121,7 +124,8 @@ impl Contender for SyncPeer {
         self.0.name()
     }
     fn supports(&self, w: &Workload) -> bool {
-        workloads::sync::Bench::from_name(w.name()).is_some_and(|b| b.contenders().contains(&self.0))
+        workloads::sync::Bench::from_name(w.name())
+            .is_some_and(|b| b.contenders().contains(&self.0))
     }
     fn run(&self, w: &Workload) -> Outcome {
         workloads::sync::measure(w.name(), self.0).unwrap_or_else(|| Err("not a sync port".into()))
@@ -155,7 +159,12 @@ impl Go {
     fn time_bench(name: &str) -> Outcome {
         let bin = Go::binary(GO_TIME_TESTS)?;
         let out = Command::new(bin)
-            .args(["-test.run", "^$", "-test.bench", &format!("^Benchmark{name}$")])
+            .args([
+                "-test.run",
+                "^$",
+                "-test.bench",
+                &format!("^Benchmark{name}$"),
+            ])
             .args(["-test.benchtime", "100x", "-test.cpu"])
             .arg(workloads::procs().to_string())
             .output()
@@ -163,7 +172,12 @@ impl Go {
         let text = String::from_utf8_lossy(&out.stdout);
         let mut m = Measurement::default();
         for line in crate::harness::go::parse_bench_output(&text) {
-            let metric = |u: &str| line.metrics.iter().find(|(k, _)| k == u).map(|&(_, v)| v / 1e3);
+            let metric = |u: &str| {
+                line.metrics
+                    .iter()
+                    .find(|(k, _)| k == u)
+                    .map(|&(_, v)| v / 1e3)
+            };
             let (Some(avg), Some(max)) = (metric("avg-late-ns"), metric("max-late-ns")) else {
                 continue;
             };
@@ -199,8 +213,7 @@ impl Contender for Go {
         "go"
     }
     fn supports(&self, w: &Workload) -> bool {
-        !matches!(w.name(), "sysmon/busy" | "sysmon/idle")
-            && !w.name().starts_with("SleepLatency")
+        !matches!(w.name(), "sysmon/busy" | "sysmon/idle") && !w.name().starts_with("SleepLatency")
     }
     fn run(&self, w: &Workload) -> Outcome {
         if GO_TIME.contains(&w.name()) {

@@ -24,8 +24,8 @@
 //! run would take. The workload is never shrunk: a figure in the table is always the
 //! full workload.
 
-use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io;
+use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -59,7 +59,8 @@ impl Contender for Threads {
     }
     fn supports(&self, w: &Workload) -> bool {
         super::in_comparison(w)
-            || common::sync::Bench::from_name(w.name()).is_some_and(|b| b.contenders().contains(&Impl::Std))
+            || common::sync::Bench::from_name(w.name())
+                .is_some_and(|b| b.contenders().contains(&Impl::Std))
     }
     fn note(&self, w: &Workload) -> Option<&'static str> {
         match w.name() {
@@ -525,7 +526,13 @@ fn spawn_park(name: &str, n: usize) -> common::Outcome {
     for h in handles {
         assert!(h.join().expect("a parked thread does not panic"));
     }
-    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
+    Ok(common::parked(
+        name,
+        n,
+        spawn,
+        t.elapsed(),
+        after.saturating_sub(before),
+    ))
 }
 
 /// The echo server: binds `addr`, prints `LISTENING <addr>`, then one thread per
@@ -536,32 +543,17 @@ fn serve(addr: std::net::SocketAddr) -> io::Result<()> {
     loop {
         match listener.accept() {
             Ok((conn, _)) => {
-                if let Err(e) = thread::Builder::new().spawn(move || echo(conn)) {
+                if let Err(e) = thread::Builder::new().spawn(move || {
+                    if conn.set_nodelay(true).is_ok() {
+                        common::echo::echo(&conn);
+                    }
+                }) {
                     eprintln!("compare --serve threads: spawn: {e}");
                 }
             }
             Err(e) => {
                 eprintln!("compare --serve threads: accept: {e}");
                 thread::sleep(Duration::from_millis(10));
-            }
-        }
-    }
-}
-
-/// Echoes one connection: read, then write it all back, until EOF or an error.
-fn echo(conn: TcpStream) {
-    if conn.set_nodelay(true).is_err() {
-        return;
-    }
-    let mut buf = [0u8; 4096];
-    let (mut r, mut w) = (&conn, &conn);
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if w.write_all(&buf[..n]).is_err() {
-                    return;
-                }
             }
         }
     }

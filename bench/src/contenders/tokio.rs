@@ -132,18 +132,13 @@ async fn chain() -> Figure {
             .recv()
             .await
             .ok_or("chain: the tail closed before the token came out")?;
-        if out != token + HOPS as u64 {
-            return Err(format!(
-                "chain: token {token} came out as {out}, expected {}",
-                token + HOPS as u64
-            ));
-        }
+        common::check_token(token, out)?;
     }
     let elapsed = start.elapsed();
     // Dropping the head closes the chain: each task's receive ends, it returns and
     // drops its sender, and so on down the chain.
     drop(head);
-    Ok(elapsed.as_nanos() as f64 / (common::CHAIN_TOKENS * HOPS) as f64)
+    Ok(common::per(elapsed, common::CHAIN_TOKENS * HOPS))
 }
 
 /// Go's concurrent prime sieve, over capacity-1 channels (tokio has no capacity 0).
@@ -215,7 +210,7 @@ async fn ping_pong() -> Figure {
     let elapsed = start.elapsed();
     drop(ping_tx);
     join(echo).await?;
-    Ok(elapsed.as_nanos() as f64 / common::PINGPONG_ROUNDS as f64)
+    Ok(common::per(elapsed, common::PINGPONG_ROUNDS))
 }
 
 /// Spawn SPAWN_TASKS tasks returning their index, join them in order, check the sum.
@@ -237,7 +232,7 @@ async fn spawn_join() -> Figure {
             "spawn_join: the results sum to {sum}, expected {want}"
         ));
     }
-    Ok(elapsed.as_nanos() as f64 / N as f64)
+    Ok(common::per(elapsed, N))
 }
 
 /// YIELD_TASKS_PER_WORKER tasks per worker thread, each yielding YIELD_COUNT times.
@@ -257,7 +252,7 @@ async fn yields() -> Figure {
         join(h).await?;
     }
     let elapsed = start.elapsed();
-    Ok(elapsed.as_nanos() as f64 / (tasks * common::YIELD_COUNT) as f64)
+    Ok(common::per(elapsed, tasks * common::YIELD_COUNT))
 }
 
 /// `tasks` tasks share MUTEX_OPS lock/increment/unlock rounds of a `tokio::sync::Mutex`.
@@ -292,7 +287,7 @@ async fn mutex(tasks: usize) -> Figure {
             common::MUTEX_OPS
         ));
     }
-    Ok(elapsed.as_nanos() as f64 / common::MUTEX_OPS as f64)
+    Ok(common::per(elapsed, common::MUTEX_OPS))
 }
 
 /// SLEEP_COUNT sleeps of 1 ms (by this task) while 2 load tasks per worker spin 50 µs
@@ -360,7 +355,13 @@ async fn spawn_park(name: &str, n: usize) -> common::Outcome {
             other => return Err(format!("spawn_park: task {i} returned {other:?}")),
         }
     }
-    Ok(common::parked(name, n, spawn, t.elapsed(), after.saturating_sub(before)))
+    Ok(common::parked(
+        name,
+        n,
+        spawn,
+        t.elapsed(),
+        after.saturating_sub(before),
+    ))
 }
 
 /// Echoes one connection (TCP_NODELAY, a 16 KiB buffer) until EOF or an error (errors

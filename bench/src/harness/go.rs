@@ -60,11 +60,22 @@ pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
     std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("go");
     let bin = tmp.join("goro-bench-go");
-    go(&src, &["build", "-o", &bin.to_string_lossy(), "."], "go build")?;
+    go(
+        &src,
+        &["build", "-o", &bin.to_string_lossy(), "."],
+        "go build",
+    )?;
     let time_tests = time_tests
         .then(|| {
             let out = tmp.join("go-time.test");
-            let args = ["test", "-c", "-tags=timetzdata", "-o", &out.to_string_lossy(), "time"];
+            let args = [
+                "test",
+                "-c",
+                "-tags=timetzdata",
+                "-o",
+                &out.to_string_lossy(),
+                "time",
+            ];
             go(tmp, &args, "go test -c time").map(|()| out)
         })
         .transpose()?;
@@ -123,6 +134,9 @@ PASS
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].name, "ParallelTimerLatency");
         assert_eq!(r[0].metrics[1], ("max-late-ns".to_string(), 3786028.0));
-        assert_eq!(r[1].name, "StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1");
+        assert_eq!(
+            r[1].name,
+            "StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1"
+        );
     }
 }

@@ -36,7 +36,10 @@ where
         panic!("{what}: not done after {timeout:?} (hang? lost wake-up? timer never fired?)");
     }
     if let Err(payload) = h.join() {
-        panic!("{what}: coroutine panicked: {}", goro::panic_message(&*payload));
+        panic!(
+            "{what}: coroutine panicked: {}",
+            goro::panic_message(&*payload)
+        );
     }
     v.expect("the coroutine sent its result before it ended")
 }
@@ -49,7 +52,10 @@ where
     T: Send + 'static,
 {
     goro::go!(f).join().unwrap_or_else(|payload| {
-        panic!("benchmark coroutine panicked: {}", goro::panic_message(&*payload))
+        panic!(
+            "benchmark coroutine panicked: {}",
+            goro::panic_message(&*payload)
+        )
     })
 }
 

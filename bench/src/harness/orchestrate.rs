@@ -103,7 +103,11 @@ impl Launcher {
 
     /// One echo run: start the server, load it, stop it.
     fn echo(&self, c: &dyn Contender, w: &Workload, procs: usize) -> RunResult {
-        let conns: usize = w.name().trim_start_matches("echo/").parse().expect("echo/CONNS");
+        let conns: usize = w
+            .name()
+            .trim_start_matches("echo/")
+            .parse()
+            .expect("echo/CONNS");
         let mut srv = Server::start(self.command(&["serve", c.name()], procs))?;
         let pid = srv.child.as_ref().map_or(0, Child::id);
         let (warmup, secs) = (self.echo_warmup, self.echo_secs);
@@ -121,15 +125,24 @@ impl Launcher {
         let load = self.load(srv.addr, conns, procs);
         let cpu = sampler.join().ok().flatten();
         if let Some(status) = srv.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-            return Err(format!("the server exited during the load ({status}){}", tail(&srv.log())));
+            return Err(format!(
+                "the server exited during the load ({status}){}",
+                tail(&srv.log())
+            ));
         }
         srv.stop()?;
         let v = load?;
         let get = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
         let rps = get("rps").ok_or("the load's JSON has no rps")?;
         let mut m = Measurement::value(rps)
-            .with(&format!("{}/p99", w.name()), get("p99_us").unwrap_or(f64::NAN))
-            .with(&format!("{}/fairness", w.name()), get("busiest_over_mean").unwrap_or(f64::NAN));
+            .with(
+                &format!("{}/p99", w.name()),
+                get("p99_us").unwrap_or(f64::NAN),
+            )
+            .with(
+                &format!("{}/fairness", w.name()),
+                get("busiest_over_mean").unwrap_or(f64::NAN),
+            );
         if let Some([u, s, busy]) = cpu.filter(|_| rps > 0.0) {
             let per_rt = |t: f64| t * 1e6 / (rps * secs);
             for (k, t) in [("user", u), ("sys", s), ("machine", busy)] {
@@ -141,7 +154,12 @@ impl Launcher {
     }
 
     /// The load generator's JSON line.
-    fn load(&self, addr: SocketAddr, conns: usize, procs: usize) -> Result<serde_json::Value, String> {
+    fn load(
+        &self,
+        addr: SocketAddr,
+        conns: usize,
+        procs: usize,
+    ) -> Result<serde_json::Value, String> {
         let mut cmd = match (self.load, &self.go) {
             (Load::Goro, _) => self.command(&["load", "--json"], procs),
             (Load::Go, Ok(g)) => {
@@ -160,10 +178,14 @@ impl Launcher {
         if !f.status.success() {
             return Err(format!("the load: {}{}", f.status, tail(&f.stderr)));
         }
-        let line = last_json(&f).ok_or_else(|| format!("the load printed no JSON line{}", tail(&f.stderr)))?;
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("{line:?}: {e}"))?;
+        let line = last_json(&f)
+            .ok_or_else(|| format!("the load printed no JSON line{}", tail(&f.stderr)))?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("{line:?}: {e}"))?;
         if v.get("conns").and_then(serde_json::Value::as_u64) != Some(conns as u64) {
-            return Err(format!("the load measured another connection count: {line}"));
+            return Err(format!(
+                "the load measured another connection count: {line}"
+            ));
         }
         Ok(v)
     }
@@ -171,7 +193,10 @@ impl Launcher {
 
 /// The last stdout line that is a JSON object.
 fn last_json(f: &Finished) -> Option<&str> {
-    f.stdout.lines().map(str::trim).rfind(|l| l.starts_with('{'))
+    f.stdout
+        .lines()
+        .map(str::trim)
+        .rfind(|l| l.starts_with('{'))
 }
 
 /// A worker's result: its measurement line, or why there is none.
@@ -179,7 +204,8 @@ fn result_line(f: &Finished) -> RunResult {
     if !f.status.success() {
         return Err(format!("{}{}", f.status, tail(&f.stderr)));
     }
-    let line = last_json(f).ok_or_else(|| format!("exited 0 without a result line{}", tail(&f.stderr)))?;
+    let line =
+        last_json(f).ok_or_else(|| format!("exited 0 without a result line{}", tail(&f.stderr)))?;
     serde_json::from_str(line).map_err(|e| format!("bad result line {line:?}: {e}"))
 }
 
@@ -213,12 +239,22 @@ impl Server {
     /// Starts it and waits (bounded) for `LISTENING <addr>` on its stdout (or
     /// `listening on <addr>` anywhere: another build's `examples/echo_server`).
     fn start(mut cmd: Command) -> Result<Server, String> {
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().map_err(|e| format!("cannot start the server: {e}"))?;
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the server: {e}"))?;
         let log: Arc<Mutex<String>> = Arc::default();
         let (tx, lines) = mpsc::channel::<String>();
-        let out = child.stdout.take().map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
-        let err = child.stderr.take().map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
+        let out = child
+            .stdout
+            .take()
+            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
+        let err = child
+            .stderr
+            .take()
+            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
         for (pipe, logged) in [(out, false), (err, true)] {
             let (tx, log) = (tx.clone(), log.clone());
             // Every line is read to the end, so that the pipe never fills.
@@ -249,7 +285,10 @@ impl Server {
                 .recv_timeout(deadline.saturating_duration_since(Instant::now()))
                 .map_err(|e| match e {
                     mpsc::RecvTimeoutError::Timeout => {
-                        format!("the server did not listen within {SERVER_BOUND:?}{}", tail(&srv.log()))
+                        format!(
+                            "the server did not listen within {SERVER_BOUND:?}{}",
+                            tail(&srv.log())
+                        )
                     }
                     mpsc::RecvTimeoutError::Disconnected => {
                         format!("the server exited without listening{}", tail(&srv.log()))
@@ -295,7 +334,9 @@ impl Server {
             thread::sleep(Duration::from_millis(5));
         }
         kill(&mut child);
-        Err(format!("the server was still running {SERVER_BOUND:?} after its stop; killed"))
+        Err(format!(
+            "the server was still running {SERVER_BOUND:?} after its stop; killed"
+        ))
     }
 }
 

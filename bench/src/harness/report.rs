@@ -74,7 +74,11 @@ impl RowResult {
         for c in &mut self.cells {
             c.finish(rounds);
         }
-        let goro = self.cells.iter().find(|c| c.contender == "goro").and_then(|c| c.median);
+        let goro = self
+            .cells
+            .iter()
+            .find(|c| c.contender == "goro")
+            .and_then(|c| c.median);
         for c in &mut self.cells {
             c.ratio_to_goro = match (goro, c.median) {
                 (Some(g), Some(x)) if g > 0.0 && x > 0.0 && c.contender != "goro" => {
@@ -122,8 +126,16 @@ impl Results {
              ratio to goro's median, > 1 when goro is ahead (contender / goro for the \
              lower-is-better figures, goro / contender for req/s and wake-ups/s). -: not \
              measured by that contender.",
-            m.date, m.nproc, m.cpu, m.kernel, self.go, m.load_average_start,
-            self.load_average_end, self.total_secs, self.command, self.rounds
+            m.date,
+            m.nproc,
+            m.cpu,
+            m.kernel,
+            self.go,
+            m.load_average_start,
+            self.load_average_end,
+            self.total_secs,
+            self.command,
+            self.rounds
         );
         for suite in suites {
             let rows: Vec<&RowResult> = self.rows.iter().filter(|r| r.suite == suite).collect();
@@ -132,7 +144,14 @@ impl Results {
                 .collect();
             let mut notes = Footnotes::default();
             let names: Vec<&str> = cols.iter().map(|&ci| self.contenders[ci]).collect();
-            let _ = writeln!(out, "\n### {}\n", serde_json::to_value(suite).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "\n### {}\n",
+                serde_json::to_value(suite)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            );
             let _ = writeln!(out, "| workload | unit | Ps | {} |", names.join(" | "));
             let _ = writeln!(out, "|---|---|---:|{}", "---:|".repeat(cols.len()));
             for r in &rows {
@@ -269,7 +288,6 @@ impl Cell {
     }
 }
 
-
 /// A figure with about three significant digits.
 pub fn fmt_num(v: f64) -> String {
     let a = v.abs();
@@ -310,7 +328,6 @@ impl Footnotes {
         }
     }
 }
-
 
 /// The machine a run was made on.
 #[derive(Debug, Serialize)]
@@ -374,7 +391,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (y, m as u32, d as u32)
 }
 
-
 /// Colours of the bars, by contender.
 fn colour(c: &str) -> &'static str {
     match c {
@@ -408,7 +424,11 @@ pub fn svg(r: &Results) -> String {
     let ratios: Vec<f64> = r
         .rows
         .iter()
-        .flat_map(|row| others.iter().filter_map(|&(ci, _)| row.cells[ci].ratio_to_goro))
+        .flat_map(|row| {
+            others
+                .iter()
+                .filter_map(|&(ci, _)| row.cells[ci].ratio_to_goro)
+        })
         .collect();
     let lo = ratios.iter().copied().fold(1.0f64, f64::min) / 1.5;
     let hi = ratios.iter().copied().fold(1.0f64, f64::max) * 1.5;
@@ -426,18 +446,28 @@ pub fn svg(r: &Results) -> String {
     let x = |r: f64| label_w + (r.log10() - l0) / (l1 - l0) * plot_w;
 
     let mut g = String::new();
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"##
     );
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"##
     );
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<text x="{}" y="24" text-anchor="middle" font-size="16" font-weight="bold">goro vs {}: ratio to goro (&gt; 1: goro ahead)</text>"##,
         width / 2.0,
-        xml_escape(&others.iter().map(|(_, c)| *c).collect::<Vec<_>>().join(", "))
+        xml_escape(
+            &others
+                .iter()
+                .map(|(_, c)| *c)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
     );
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<text x="{}" y="44" text-anchor="middle" fill="#444">median of {} rounds; contender / goro for times and sizes, goro / contender for throughputs; log scale</text>"##,
         width / 2.0,
         r.rounds
@@ -474,11 +504,13 @@ pub fn svg(r: &Results) -> String {
             );
         }
     }
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<line x1="{label_w}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="black"/>"##,
         label_w + plot_w
     );
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">ratio to goro (log scale; &gt; 1: goro ahead, &lt; 1: the other is ahead)</text>"##,
         label_w + plot_w / 2.0,
         axis_y + 36.0
@@ -537,7 +569,8 @@ pub fn svg(r: &Results) -> String {
             }
         }
     }
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<line x1="{x1:.1}" y1="{}" x2="{x1:.1}" y2="{axis_y}" stroke="black" stroke-width="1.5"/>"##,
         top - 6.0
     );
@@ -555,7 +588,8 @@ pub fn svg(r: &Results) -> String {
         );
         lx += 100.0;
     }
-    let _ = writeln!(g,
+    let _ = writeln!(
+        g,
         r##"<line x1="{lx:.1}" y1="{:.1}" x2="{lx:.1}" y2="{:.1}" stroke="black" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" dominant-baseline="middle">goro (= 1)</text>"##,
         ly - 7.0,
         ly + 7.0,

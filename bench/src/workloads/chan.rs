@@ -18,8 +18,10 @@ use std::time::{Duration, Instant};
 
 use goro::chan::{channel, Receiver, Sender, TrySendError};
 
-use super::{per, sized, target, Measurement, CHAIN_HOPS, CHAIN_TOKENS, LATENCY_SAMPLES,
-    PINGPONG_ROUNDS, SIEVE_LAST_PRIME, SIEVE_PRIMES};
+use super::{
+    per, sized, target, Measurement, CHAIN_HOPS, CHAIN_TOKENS, LATENCY_SAMPLES, PINGPONG_ROUNDS,
+    SIEVE_LAST_PRIME, SIEVE_PRIMES,
+};
 
 /// goro's run of a `chan` suite workload, on the calling coroutine.
 pub fn run(name: &str) -> Option<Measurement> {
@@ -29,20 +31,26 @@ pub fn run(name: &str) -> Option<Measurement> {
             let chain = Chain::new(CHAIN_HOPS, usize::from(name == "chainbuf"));
             let d = chain.driver();
             let t = Instant::now();
-            d.pass(CHAIN_TOKENS as u64).unwrap_or_else(|e| panic!("{e}"));
+            d.pass(CHAIN_TOKENS as u64)
+                .unwrap_or_else(|e| panic!("{e}"));
             let elapsed = t.elapsed();
             chain.shutdown().unwrap_or_else(|e| panic!("{e}"));
             Measurement::value(per(elapsed, CHAIN_TOKENS * CHAIN_HOPS))
         }
         "sieve" => {
             let run = sieve(SIEVE_PRIMES).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(run.primes.last().map(|&p| u64::from(p)), Some(SIEVE_LAST_PRIME));
+            assert_eq!(
+                run.primes.last().map(|&p| u64::from(p)),
+                Some(SIEVE_LAST_PRIME)
+            );
             Measurement::value(run.elapsed.as_secs_f64() * 1e3)
         }
         "pingpong" => {
             let pp = PingPong::new();
             let t = Instant::now();
-            pp.driver().round_trips(PINGPONG_ROUNDS as u64).unwrap_or_else(|e| panic!("{e}"));
+            pp.driver()
+                .round_trips(PINGPONG_ROUNDS as u64)
+                .unwrap_or_else(|e| panic!("{e}"));
             let elapsed = t.elapsed();
             pp.shutdown().unwrap_or_else(|e| panic!("{e}"));
             Measurement::value(per(elapsed, PINGPONG_ROUNDS))
@@ -164,7 +172,6 @@ impl ChainDriver {
         Ok(())
     }
 }
-
 
 /// The result of one run.
 pub struct SieveRun {
@@ -370,9 +377,7 @@ impl Wait {
     pub fn wait(self, d: Duration) {
         match self {
             Wait::Spinning => spin(d),
-            Wait::Syscall => {
-                goro::blocking(|| std::thread::sleep(d.max(Duration::from_nanos(1))))
-            }
+            Wait::Syscall => goro::blocking(|| std::thread::sleep(d.max(Duration::from_nanos(1)))),
         }
     }
 }
@@ -587,4 +592,3 @@ pub fn wake_latency(samples: usize) -> Latency {
         on_sender_thread,
     }
 }
-

@@ -366,9 +366,15 @@ fn client(stream: &TcpStream, size: usize, warm_end: Instant, end: Instant) -> C
 pub fn main(cfg: &Config) -> i32 {
     match run(cfg) {
         Ok(rep) => {
-            println!("{}", rep.human(&format!("goro clients, {} Ps", goro::maxprocs())));
+            println!(
+                "{}",
+                rep.human(&format!("goro clients, {} Ps", goro::maxprocs()))
+            );
             if cfg.json {
-                println!("{}", serde_json::to_string(&rep).expect("a report serialises"));
+                println!(
+                    "{}",
+                    serde_json::to_string(&rep).expect("a report serialises")
+                );
             }
             0
         }
@@ -386,7 +392,11 @@ pub fn serve(addr: SocketAddr) -> io::Result<()> {
     crate::contenders::listening(listener.local_addr()?)?;
     let acceptor = goro::go!(move || loop {
         match listener.accept() {
-            Ok((conn, _)) => drop(goro::go!(move || echo(conn))),
+            Ok((conn, _)) => drop(goro::go!(move || {
+                if conn.set_nodelay(true).is_ok() {
+                    echo(&conn);
+                }
+            })),
             Err(e) => {
                 eprintln!("compare serve goro: accept: {e}");
                 goro::time::sleep(Duration::from_millis(10));
@@ -398,21 +408,17 @@ pub fn serve(addr: SocketAddr) -> io::Result<()> {
         .map_err(|_| io::Error::other("the acceptor panicked"))
 }
 
-/// Echoes one connection until EOF or an error.
-fn echo(conn: TcpStream) {
-    if conn.set_nodelay(true).is_err() {
-        return;
-    }
+/// Echoes one connection (goro's or std's socket): read, then write it all back, until
+/// EOF or an error.
+pub fn echo<S>(conn: &S)
+where
+    for<'a> &'a S: Read + Write,
+{
     let mut buf = [0u8; 16 * 1024];
-    let (mut r, mut w) = (&conn, &conn);
-    loop {
-        match r.read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if w.write_all(&buf[..n]).is_err() {
-                    return;
-                }
-            }
+    let (mut r, mut w) = (conn, conn);
+    while let Ok(n @ 1..) = r.read(&mut buf) {
+        if w.write_all(&buf[..n]).is_err() {
+            return;
         }
     }
 }

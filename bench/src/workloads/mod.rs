@@ -159,7 +159,12 @@ pub static ALL: &[Workload] = &[
     w(Sync, P12, row("WorkOnly", "ns/op"), &[]),
     // Timers.
     w(Time, P2, row("sleep_lateness", "µs late"), &[]),
-    w(Time, P2, row("SleepLatency/100us", "µs late p50"), LATE_100US),
+    w(
+        Time,
+        P2,
+        row("SleepLatency/100us", "µs late p50"),
+        LATE_100US,
+    ),
     w(Time, P2, row("SleepLatency/1ms", "µs late p50"), LATE_1MS),
     w(Time, P2, row("ParallelTimerLatency", "µs avg"), PARALLEL),
     w(Time, P2, row("StaggeredTickerLatency", "µs avg"), STAGGERED),
@@ -174,11 +179,31 @@ pub static ALL: &[Workload] = &[
     w(Echo, P2, higher("echo/50", "req/s"), ECHO_50),
     w(Echo, P2, higher("echo/500", "req/s"), ECHO_500),
     // Blocking calls.
-    w(Blocking, P12, row("ticker/none", "µs late p50"), TICKER_NONE),
-    w(Blocking, P12, row("ticker/sleep", "µs late p50"), TICKER_SLEEP),
+    w(
+        Blocking,
+        P12,
+        row("ticker/none", "µs late p50"),
+        TICKER_NONE,
+    ),
+    w(
+        Blocking,
+        P12,
+        row("ticker/sleep", "µs late p50"),
+        TICKER_SLEEP,
+    ),
     w(Blocking, P12, row("ticker/cpu", "µs late p50"), TICKER_CPU),
-    w(Blocking, P2, row("sysmon/busy", "wake-ups/s"), &[row("sysmon/busy/cpu", "% of a core")]),
-    w(Blocking, P2, row("sysmon/idle", "wake-ups/s"), &[row("sysmon/idle/cpu", "% of a core")]),
+    w(
+        Blocking,
+        P2,
+        row("sysmon/busy", "wake-ups/s"),
+        &[row("sysmon/busy/cpu", "% of a core")],
+    ),
+    w(
+        Blocking,
+        P2,
+        row("sysmon/idle", "wake-ups/s"),
+        &[row("sysmon/idle/cpu", "% of a core")],
+    ),
 ];
 
 macro_rules! rows {
@@ -304,6 +329,18 @@ impl Measurement {
 /// What a contender's implementation gives: the figure, or why it cannot run it.
 pub type Outcome = Result<Measurement, String>;
 
+/// Checks a token that went through a chain of `CHAIN_HOPS` links (one added per hop).
+pub fn check_token(sent: u64, out: u64) -> Result<(), String> {
+    let want = sent + CHAIN_HOPS as u64;
+    if out == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "chain: token {sent} came out as {out}, expected {want}"
+        ))
+    }
+}
+
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64
@@ -355,11 +392,7 @@ pub fn target() -> Duration {
 
 /// A positive whole number from the environment.
 pub fn env_number(var: &str) -> Option<u64> {
-    std::env::var(var)
-        .ok()?
-        .parse()
-        .ok()
-        .filter(|&n| n > 0)
+    std::env::var(var).ok()?.parse().ok().filter(|&n| n > 0)
 }
 
 /// The parallelism every contender uses: `GORO_MAXPROCS`, default 2.
@@ -393,6 +426,9 @@ mod tests {
         assert_eq!(line, r#"{"value":1.5,"also":{"x":2.0}}"#);
         assert_eq!(serde_json::from_str::<Measurement>(&line).unwrap(), m);
         let go = r#"{"also":{"a":1},"value":3}"#;
-        assert_eq!(serde_json::from_str::<Measurement>(go).unwrap().also["a"], 1.0);
+        assert_eq!(
+            serde_json::from_str::<Measurement>(go).unwrap().also["a"],
+            1.0
+        );
     }
 }

@@ -12,8 +12,10 @@ use std::time::{Duration, Instant};
 
 use goro::chan::channel;
 
-use super::{env_number, parked, per, spin, Measurement, Outcome, SLEEP_COUNT, SPAWN_TASKS,
-    YIELD_COUNT, YIELD_TASKS_PER_WORKER};
+use super::{
+    env_number, parked, per, spin, Measurement, Outcome, SLEEP_COUNT, SPAWN_TASKS, YIELD_COUNT,
+    YIELD_TASKS_PER_WORKER,
+};
 use crate::harness::procfs;
 
 /// goro's run of a `proc`, `time` (sleep lateness) or `blocking` workload, from the
@@ -22,7 +24,9 @@ pub fn run(name: &str) -> Option<Outcome> {
     let procs = goro::maxprocs();
     let name: &'static str = super::Workload::find(name)?.name();
     let on_coroutine = move |f: fn(usize) -> Outcome| {
-        goro::go!(move || f(procs)).join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        goro::go!(move || f(procs))
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
     };
     Some(match name {
         "spawn_join" => on_coroutine(|_| Ok(spawn_join())),
@@ -159,7 +163,10 @@ fn spawn_park(name: &str, n: usize) -> Outcome {
     }
     goro::time::sleep(Duration::from_millis(10));
     let after = procfs::rss_bytes();
-    let pte = procfs::status_kib("VmPTE").unwrap_or(0).saturating_sub(pte_before) * 1024;
+    let pte = procfs::status_kib("VmPTE")
+        .unwrap_or(0)
+        .saturating_sub(pte_before)
+        * 1024;
     let t = Instant::now();
     for tx in release {
         tx.send(()).expect("a parked coroutine is waiting");
@@ -167,8 +174,10 @@ fn spawn_park(name: &str, n: usize) -> Outcome {
     for h in handles {
         assert!(h.join().expect("a parked coroutine does not panic"));
     }
-    Ok(parked(name, n, spawn, t.elapsed(), after.saturating_sub(before))
-        .with(&format!("{name}_pte"), pte as f64 / n as f64))
+    Ok(
+        parked(name, n, spawn, t.elapsed(), after.saturating_sub(before))
+            .with(&format!("{name}_pte"), pte as f64 / n as f64),
+    )
 }
 
 const TICK: Duration = Duration::from_millis(1);
@@ -270,28 +279,28 @@ fn sysmon_stats() -> (u64, u64) {
 fn sysmon_cost(busy: bool) -> Measurement {
     const RUN: Duration = Duration::from_secs(2);
     goro::go!(|| ()).join().expect("warm-up"); // start the runtime and sysmon
-        let (s0, c0) = sysmon_stats();
-        let t0 = Instant::now();
-        if busy {
-            let hs: Vec<_> = (0..4)
-                .map(|_| {
-                    goro::go!(move || {
-                        let t = Instant::now();
-                        while t.elapsed() < RUN {
-                            goro::yield_now();
-                        }
-                    })
+    let (s0, c0) = sysmon_stats();
+    let t0 = Instant::now();
+    if busy {
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                goro::go!(move || {
+                    let t = Instant::now();
+                    while t.elapsed() < RUN {
+                        goro::yield_now();
+                    }
                 })
-                .collect();
-            for h in hs {
-                h.join().expect("a yielder panicked");
-            }
-        } else {
-            std::thread::sleep(RUN);
+            })
+            .collect();
+        for h in hs {
+            h.join().expect("a yielder panicked");
         }
-        let secs = t0.elapsed().as_secs_f64();
-        let (s1, c1) = sysmon_stats();
-        let what = if busy { "busy" } else { "idle" };
-        Measurement::value((s1 - s0) as f64 / secs)
-            .with(&format!("sysmon/{what}/cpu"), (c1 - c0) as f64 / secs / 1e7)
+    } else {
+        std::thread::sleep(RUN);
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let (s1, c1) = sysmon_stats();
+    let what = if busy { "busy" } else { "idle" };
+    Measurement::value((s1 - s0) as f64 / secs)
+        .with(&format!("sysmon/{what}/cpu"), (c1 - c0) as f64 / secs / 1e7)
 }

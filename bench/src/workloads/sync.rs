@@ -152,12 +152,7 @@ pub enum Impl {
 
 impl Impl {
     /// Every contender, in report order.
-    pub const ALL: [Impl; 4] = [
-        Impl::Goro,
-        Impl::GoroNoBackoff,
-        Impl::Std,
-        Impl::ParkingLot,
-    ];
+    pub const ALL: [Impl; 4] = [Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot];
 
     /// The criterion function's name.
     pub fn name(self) -> &'static str {
@@ -219,9 +214,7 @@ pub fn run(bench: Bench, contender: Impl, iters: u64) -> Duration {
                 on_coroutines(bench, workers, iters)
             })
         }
-        Impl::Std => {
-            mutex_bench::<std::sync::Mutex<u64>>(bench, Runner::Threads, workers, iters)
-        }
+        Impl::Std => mutex_bench::<std::sync::Mutex<u64>>(bench, Runner::Threads, workers, iters),
         Impl::ParkingLot => {
             mutex_bench::<parking_lot::Mutex<u64>>(bench, Runner::Threads, workers, iters)
         }

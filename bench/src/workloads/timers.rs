@@ -86,7 +86,10 @@ pub fn run(name: &str) -> Option<super::Outcome> {
             let subs = (1..=10).map(|n| (300, n)).chain([(2000, 1)]);
             for (us, per_p) in subs {
                 let dur = Duration::from_micros(us);
-                let sub = format!("{name}/{}/{per_p}", if us == 2000 { "2ms" } else { "300us" });
+                let sub = format!(
+                    "{name}/{}/{per_p}",
+                    if us == 2000 { "2ms" } else { "300us" }
+                );
                 let l = run_bounded(BENCH_TIMEOUT, &sub.clone(), move || {
                     staggered_main(procs, procs * per_p, dur, TICKS, Duration::from_millis(3))
                 })
@@ -119,7 +122,12 @@ impl Lateness {
         samples.sort_unstable();
         let n = samples.len();
         if n == 0 {
-            return Lateness { avg: 0.0, p50: 0.0, p99: 0.0, max: 0.0 };
+            return Lateness {
+                avg: 0.0,
+                p50: 0.0,
+                p99: 0.0,
+                max: 0.0,
+            };
         }
         let us = |ns: u64| ns as f64 / 1e3;
         let rank = |p: f64| us(samples[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
@@ -234,7 +242,11 @@ impl Samples {
         let mut all = Vec::new();
         for (j, m) in self.per_timer.into_iter().enumerate() {
             let v = m.into_inner().unwrap_or_else(|e| e.into_inner());
-            assert_eq!(v.len(), expected_each, "{name}: timer {j} fired a wrong number of times");
+            assert_eq!(
+                v.len(),
+                expected_each,
+                "{name}: timer {j} fired a wrong number of times"
+            );
             all.extend(v);
         }
         Lateness::of(&mut all)
