@@ -412,196 +412,78 @@ fn xml_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Horizontal grouped bars of the ratio to goro, one group per row, log scale.
+/// Horizontal grouped bars of the ratio to goro, one group per row (with at least one
+/// ratio), log scale; a bar to the right of the goro line means goro is ahead.
 pub fn svg(r: &Results) -> String {
-    let others: Vec<(usize, &str)> = r
-        .contenders
-        .iter()
-        .copied()
-        .enumerate()
+    let others: Vec<(usize, &str)> = (r.contenders.iter().copied().enumerate())
         .filter(|&(_, c)| c != "goro")
         .collect();
-    let ratios: Vec<f64> = r
-        .rows
-        .iter()
-        .flat_map(|row| {
-            others
-                .iter()
-                .filter_map(|&(ci, _)| row.cells[ci].ratio_to_goro)
-        })
+    let rows: Vec<&RowResult> = (r.rows.iter())
+        .filter(|row| row.cells.iter().any(|c| c.ratio_to_goro.is_some()))
         .collect();
-    let lo = ratios.iter().copied().fold(1.0f64, f64::min) / 1.5;
-    let hi = ratios.iter().copied().fold(1.0f64, f64::max) * 1.5;
+    let ratios = || rows.iter().flat_map(|row| row.cells.iter().filter_map(|c| c.ratio_to_goro));
+    let lo = ratios().fold(1.0f64, f64::min) / 1.5;
+    let hi = ratios().fold(1.0f64, f64::max) * 1.5;
     let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
-    let (l0, l1) = (f64::from(d0), f64::from(d1));
-
-    let (width, label_w, right) = (960.0, 150.0, 80.0);
-    let plot_w = width - label_w - right;
-    let (bar_h, bar_gap, group_gap) = (12.0, 2.0, 14.0);
-    let k = others.len().max(1) as f64;
-    let group_h = k * (bar_h + bar_gap) - bar_gap + group_gap;
-    let top = 76.0;
-    let plot_h = group_h * r.rows.len() as f64;
-    let height = top + plot_h + 100.0;
-    let x = |r: f64| label_w + (r.log10() - l0) / (l1 - l0) * plot_w;
-
+    let (width, label_w, plot_w, bar_h, top) = (960.0, 230.0, 650.0, 12.0, 60.0);
+    let group_h = others.len().max(1) as f64 * (bar_h + 2.0) + 12.0;
+    let axis_y = top + group_h * rows.len() as f64;
+    let height = axis_y + 80.0;
+    let x = |v: f64| label_w + (v.log10() - f64::from(d0)) / f64::from(d1 - d0) * plot_w;
     let mut g = String::new();
-    let _ = writeln!(
-        g,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"##
-    );
-    let _ = writeln!(
-        g,
-        r##"<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>"##
-    );
-    let _ = writeln!(
-        g,
-        r##"<text x="{}" y="24" text-anchor="middle" font-size="16" font-weight="bold">goro vs {}: ratio to goro (&gt; 1: goro ahead)</text>"##,
-        width / 2.0,
-        xml_escape(
-            &others
-                .iter()
-                .map(|(_, c)| *c)
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    );
-    let _ = writeln!(
-        g,
-        r##"<text x="{}" y="44" text-anchor="middle" fill="#444">median of {} rounds; contender / goro for times and sizes, goro / contender for throughputs; log scale</text>"##,
+    let mut put = |s: String| {
+        g.push_str(&s);
+        g.push('\n');
+    };
+    put(format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12"><rect width="{width}" height="{height}" fill="white"/>"##
+    ));
+    put(format!(
+        r##"<text x="{}" y="24" text-anchor="middle" font-size="15" font-weight="bold">Ratio to goro, median of {} rounds (log scale; &gt; 1: goro ahead)</text>"##,
         width / 2.0,
         r.rounds
-    );
-    // Grid and ticks.
-    let axis_y = top + plot_h;
+    ));
     for d in d0..=d1 {
-        let decade = 10f64.powi(d);
-        let mults: &[f64] = if d1 - d0 <= 3 {
-            &[1.0, 2.0, 5.0]
-        } else {
-            &[1.0]
-        };
-        for &m in mults {
-            let v = decade * m;
-            if d == d1 && m > 1.0 {
-                continue;
-            }
-            let xv = x(v);
-            let stroke = if m == 1.0 { "#ccc" } else { "#eee" };
-            let _ = writeln!(
-                g,
-                r##"<line x1="{xv:.1}" y1="{top}" x2="{xv:.1}" y2="{axis_y}" stroke="{stroke}"/>"##
-            );
-            let label = if d < 0 {
-                format!("{:.*}", (-d) as usize, v)
-            } else {
-                format!("{v:.0}")
-            };
-            let _ = writeln!(
-                g,
-                r##"<text x="{xv:.1}" y="{:.1}" text-anchor="middle" fill="#444">{label}</text>"##,
-                axis_y + 16.0
-            );
-        }
+        let v = 10f64.powi(d);
+        put(format!(
+            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{axis_y}" stroke="#ccc"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#444">{v}</text>"##,
+            x(v),
+            axis_y + 16.0
+        ));
     }
-    let _ = writeln!(
-        g,
-        r##"<line x1="{label_w}" y1="{axis_y}" x2="{:.1}" y2="{axis_y}" stroke="black"/>"##,
-        label_w + plot_w
-    );
-    let _ = writeln!(
-        g,
-        r##"<text x="{:.1}" y="{:.1}" text-anchor="middle">ratio to goro (log scale; &gt; 1: goro ahead, &lt; 1: the other is ahead)</text>"##,
-        label_w + plot_w / 2.0,
-        axis_y + 36.0
-    );
-    // Bars.
-    let x1 = x(1.0);
-    for (wi, row) in r.rows.iter().enumerate() {
-        let gy = top + group_h * wi as f64 + group_gap / 2.0;
-        let _ = writeln!(
-            g,
-            r##"<text x="{:.1}" y="{:.1}" text-anchor="end" dominant-baseline="middle">{}</text>"##,
+    for (ri, row) in rows.iter().enumerate() {
+        let gy = top + group_h * ri as f64 + 6.0;
+        put(format!(
+            r##"<text x="{}" y="{}" text-anchor="end" dominant-baseline="middle">{}</text>"##,
             label_w - 8.0,
-            gy + (group_h - group_gap) / 2.0,
+            gy + (group_h - 12.0) / 2.0,
             xml_escape(&row.label())
-        );
+        ));
         for (bi, &(ci, c)) in others.iter().enumerate() {
-            let y = gy + bi as f64 * (bar_h + bar_gap);
-            let cell = &row.cells[ci];
-            match cell.ratio_to_goro {
-                Some(ratio) => {
-                    let xr = x(ratio);
-                    let (bx, bw) = (xr.min(x1), (xr - x1).abs().max(1.0));
-                    let _ = writeln!(
-                        g,
-                        r##"<rect x="{bx:.1}" y="{y:.1}" width="{bw:.1}" height="{bar_h}" fill="{}"><title>{} {}: {:.2}</title></rect>"##,
-                        colour(c),
-                        c,
-                        xml_escape(&row.label()),
-                        ratio
-                    );
-                    let _ = writeln!(
-                        g,
-                        r##"<text x="{:.1}" y="{:.1}" font-size="10" dominant-baseline="middle" fill="#333">{}</text>"##,
-                        xr.max(x1) + 4.0,
-                        y + bar_h / 2.0,
-                        fmt_ratio(ratio)
-                    );
-                }
-                None => {
-                    let word = if cell.median.is_some() {
-                        "no goro figure"
-                    } else if cell.failures.is_empty() {
-                        "skip"
-                    } else {
-                        "failed"
-                    };
-                    let _ = writeln!(
-                        g,
-                        r##"<text x="{:.1}" y="{:.1}" font-size="10" font-style="italic" dominant-baseline="middle" fill="{}">{} {word}</text>"##,
-                        x1 + 4.0,
-                        y + bar_h / 2.0,
-                        colour(c),
-                        c
-                    );
-                }
-            }
+            let Some(v) = row.cells[ci].ratio_to_goro else { continue };
+            let y = gy + bi as f64 * (bar_h + 2.0);
+            let (a, b) = (x(v).min(x(1.0)), (x(v) - x(1.0)).abs().max(1.0));
+            put(format!(
+                r##"<rect x="{a:.1}" y="{y:.1}" width="{b:.1}" height="{bar_h}" fill="{}"><title>{c}: {}</title></rect>"##,
+                colour(c),
+                fmt_ratio(v)
+            ));
         }
     }
-    let _ = writeln!(
-        g,
-        r##"<line x1="{x1:.1}" y1="{}" x2="{x1:.1}" y2="{axis_y}" stroke="black" stroke-width="1.5"/>"##,
+    put(format!(
+        r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{axis_y}" stroke="black" stroke-width="1.5"/>"##,
+        x(1.0),
         top - 6.0
-    );
-    // Legend.
-    let ly = axis_y + 64.0;
-    let mut lx = label_w;
-    for &(_, c) in &others {
-        let _ = writeln!(
-            g,
-            r##"<rect x="{lx:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{ly:.1}" dominant-baseline="middle">{}</text>"##,
-            ly - 6.0,
+    ));
+    for (i, &(_, c)) in others.iter().enumerate() {
+        let lx = label_w + 110.0 * i as f64;
+        put(format!(
+            r##"<rect x="{lx}" y="{0}" width="12" height="12" fill="{1}"/><text x="{2}" y="{3}">{c}</text>"##,
+            axis_y + 40.0,
             colour(c),
             lx + 16.0,
-            c
-        );
-        lx += 100.0;
+            axis_y + 50.0
+        ));
     }
-    let _ = writeln!(
-        g,
-        r##"<line x1="{lx:.1}" y1="{:.1}" x2="{lx:.1}" y2="{:.1}" stroke="black" stroke-width="1.5"/><text x="{:.1}" y="{ly:.1}" dominant-baseline="middle">goro (= 1)</text>"##,
-        ly - 7.0,
-        ly + 7.0,
-        lx + 6.0
-    );
-    lx += 100.0;
-    if others.is_empty() || !r.contenders.contains(&"goro") {
-        let _ = writeln!(
-            g,
-            r##"<text x="{lx:.1}" y="{ly:.1}" dominant-baseline="middle">(no ratios: goro and at least one other contender are needed)</text>"##
-        );
-    }
-    g.push_str("</svg>\n");
-    g
+    g + "</svg>\n"
 }
