@@ -58,6 +58,18 @@ fn chain_benches(c: &mut Criterion) {
     }
 }
 
+/// `iters` runs of `run` (on coroutines, bounded), each giving its time and its count
+/// of units: the time per unit, times `iters` (criterion divides by `iters`).
+fn per_unit(iters: u64, run: fn() -> (Duration, u64)) -> Duration {
+    let (mut total, mut units) = (Duration::ZERO, 0u64);
+    for _ in 0..iters {
+        let (t, n) = run_bounded(TIMEOUT, "a run", run);
+        total += t;
+        units += n;
+    }
+    total.mul_f64(iters as f64 / units as f64)
+}
+
 /// `Sieve`: the concurrent prime sieve (Go's `test/chan/sieve1.go`, the `Sieve` of the
 /// GOMAXPROCS 1.5 benchmarks), here up to the 5 000th prime, which is checked to be
 /// 48611 (and all primes against a sequential sieve, and that no number was lost).
@@ -71,20 +83,12 @@ fn sieve_bench(c: &mut Criterion) {
     g.sampling_mode(SamplingMode::Flat);
     g.bench_function("per_transfer", |b| {
         b.iter_custom(|iters| {
-            let (mut total, mut transfers) = (Duration::ZERO, 0u64);
-            for _ in 0..iters {
-                let run = run_bounded(TIMEOUT, "Sieve", || sieve(SIEVE_PRIMES))
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(
-                    run.primes.last().map(|&p| u64::from(p)),
-                    Some(SIEVE_LAST_PRIME),
-                    "Sieve: wrong 5000th prime"
-                );
-                total += run.elapsed;
-                transfers += run.transfers;
-            }
-            // Per iteration, criterion will divide by iters: ns per transfer.
-            total.mul_f64(iters as f64 / transfers as f64)
+            per_unit(iters, || {
+                let run = sieve(SIEVE_PRIMES).unwrap_or_else(|e| panic!("{e}"));
+                let last = run.primes.last().map(|&p| u64::from(p));
+                assert_eq!(last, Some(SIEVE_LAST_PRIME), "Sieve: wrong 5000th prime");
+                (run.elapsed, run.transfers)
+            })
         })
     });
     g.finish();
@@ -102,14 +106,10 @@ fn powser_bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("Powser");
     g.bench_function("per_get", |b| {
         b.iter_custom(|iters| {
-            let (mut total, mut gets) = (Duration::ZERO, 0u64);
-            for _ in 0..iters {
-                let run =
-                    run_bounded(TIMEOUT, "Powser", powser::run).unwrap_or_else(|e| panic!("{e}"));
-                total += run.elapsed;
-                gets += run.gets;
-            }
-            total.mul_f64(iters as f64 / gets as f64)
+            per_unit(iters, || {
+                let run = powser::run().unwrap_or_else(|e| panic!("{e}"));
+                (run.elapsed, run.gets)
+            })
         })
     });
     g.finish();

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use criterion::Criterion;
 use goro::park::{self, Unparker, WaitReason};
-use goro_bench::harness::in_coroutine;
+use goro_bench::harness::{in_coroutine, timed_on_coroutine};
 
 /// `SpawnJoin`: spawn a coroutine that returns its argument, then join it.
 ///
@@ -45,13 +45,11 @@ fn spawn_join(c: &mut Criterion) {
     let mut g = c.benchmark_group("SpawnJoin");
     g.bench_function("from_coroutine", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for i in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for i in 0..n {
                     let h = goro::go!(move || black_box(i));
                     black_box(h.join().expect("spawned coroutine panicked"));
                 }
-                start.elapsed()
             })
         })
     });
@@ -83,12 +81,10 @@ fn gosched(c: &mut Criterion) {
     let mut g = c.benchmark_group("Gosched");
     g.bench_function("alone", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     goro::yield_now();
                 }
-                start.elapsed()
             })
         })
     });
@@ -379,38 +375,32 @@ fn syscall(c: &mut Criterion) {
     let mut g = c.benchmark_group("Syscall");
     g.bench_function("noop", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     goro::blocking(|| std::hint::black_box(()));
                 }
-                start.elapsed()
             })
         })
     });
-    let getppid = || {
+    fn getppid() -> libc::pid_t {
         // SAFETY: getppid has no preconditions.
         unsafe { libc::getppid() }
-    };
+    }
     g.bench_function("getppid", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     std::hint::black_box(goro::blocking(getppid));
                 }
-                start.elapsed()
             })
         })
     });
     g.bench_function("getppid_plain", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     std::hint::black_box(getppid());
                 }
-                start.elapsed()
             })
         })
     });

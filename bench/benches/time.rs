@@ -40,7 +40,8 @@ use std::time::{Duration, Instant};
 use criterion::{Bencher, Criterion};
 use goro::sync::WaitGroup;
 use goro::time::{sleep, Timer};
-use goro_bench::harness::{run_bounded, spin_until};
+use goro_bench::harness::run_bounded;
+use goro_bench::workloads::timers::all_at_once;
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bound of one sample (or of building the garbage timers).
@@ -59,27 +60,11 @@ impl Garbage {
         let procs = goro::maxprocs();
         let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
             // One batch per P, made on that P (one coroutine per P, all at once).
-            let started = Arc::new(AtomicU32::new(0));
-            let handles: Vec<_> = (0..procs)
-                .map(|_| {
-                    let started = started.clone();
-                    goro::go!(move || {
-                        started.fetch_add(1, Ordering::AcqRel);
-                        spin_until(
-                            SAMPLE_TIMEOUT,
-                            || "garbage timers: not all coroutines ran at once",
-                            || started.load(Ordering::Acquire) as usize >= procs,
-                        );
-                        (0..GARBAGE_PER_P)
-                            .map(|_| Timer::after_func(HOUR, || {}))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().expect("a garbage coroutine"))
-                .collect()
+            all_at_once(procs, || {
+                (0..GARBAGE_PER_P)
+                    .map(|_| Timer::after_func(HOUR, || {}))
+                    .collect::<Vec<_>>()
+            })
         });
         Garbage(batches)
     }

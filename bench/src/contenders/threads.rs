@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 
 use super::Contender;
 use crate::harness::procfs;
-use crate::workloads::{self as common, per, sync::Impl, Measurement, Workload};
+use crate::workloads::sync::{mutex_ops, Impl, Runner};
+use crate::workloads::{self as common, per, Measurement, Workload};
 
 /// A figure, or why there is none.
 type Figure = Result<f64, String>;
@@ -85,7 +86,7 @@ impl Contender for Threads {
                     return m;
                 }
                 match (common::mutex_tasks(name), common::park_tasks(name)) {
-                    (Some(tasks), _) => mutex(tasks),
+                    (Some(tasks), _) => Ok(mutex_ops::<Mutex<u64>>(Runner::Threads, tasks)),
                     (_, Some(n)) => return spawn_park(name, n),
                     _ => Err(format!("no threads workload {name}")),
                 }
@@ -417,35 +418,6 @@ fn yields(procs: usize) -> Figure {
         h.join().expect("a yielder does not panic");
     }
     Ok(per(t.elapsed(), tasks * common::YIELD_COUNT))
-}
-
-/// `tasks` threads share `MUTEX_OPS` lock/increment/unlock on a `std::sync::Mutex`;
-/// ns per operation.
-fn mutex(tasks: usize) -> Figure {
-    let each = common::MUTEX_OPS / tasks;
-    assert_eq!(each * tasks, common::MUTEX_OPS, "MUTEX_OPS divides evenly");
-    let counter = Arc::new(Mutex::new(0usize));
-    let t = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            let counter = counter.clone();
-            thread::spawn(move || {
-                for _ in 0..each {
-                    *counter.lock().expect("not poisoned") += 1;
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().expect("a locker does not panic");
-    }
-    let elapsed = t.elapsed();
-    assert_eq!(
-        *counter.lock().expect("not poisoned"),
-        common::MUTEX_OPS,
-        "the final count"
-    );
-    Ok(per(elapsed, common::MUTEX_OPS))
 }
 
 /// 1 ms sleeps (the main thread) under 2 spin-and-yield threads per "worker"

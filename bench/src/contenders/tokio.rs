@@ -171,13 +171,7 @@ async fn sieve() -> Figure {
         ch = next;
     }
     let elapsed = start.elapsed();
-    if last != common::SIEVE_LAST_PRIME {
-        return Err(format!(
-            "sieve: prime #{} is {last}, expected {}",
-            common::SIEVE_PRIMES,
-            common::SIEVE_LAST_PRIME
-        ));
-    }
+    common::check_last_prime(last)?;
     Ok(elapsed.as_secs_f64() * 1e3)
 }
 
@@ -226,12 +220,7 @@ async fn spawn_join() -> Figure {
         sum += join(h).await?;
     }
     let elapsed = start.elapsed();
-    let want = (N as u64) * (N as u64 - 1) / 2;
-    if sum != want {
-        return Err(format!(
-            "spawn_join: the results sum to {sum}, expected {want}"
-        ));
-    }
+    common::check_sum(sum)?;
     Ok(common::per(elapsed, N))
 }
 

@@ -59,6 +59,15 @@ where
     })
 }
 
+/// The time `f(iters)` takes on a fresh coroutine (a criterion `iter_custom` body).
+pub fn timed_on_coroutine(iters: u64, f: fn(u64)) -> Duration {
+    in_coroutine(move || {
+        let start = Instant::now();
+        f(iters);
+        start.elapsed()
+    })
+}
+
 /// Polls `cond` until it returns true or `timeout` has passed; returns whether it did.
 /// For plain threads: between polls it yields, then sleeps up to a millisecond.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {

@@ -421,7 +421,10 @@ pub fn svg(r: &Results) -> String {
     let rows: Vec<&RowResult> = (r.rows.iter())
         .filter(|row| row.cells.iter().any(|c| c.ratio_to_goro.is_some()))
         .collect();
-    let ratios = || rows.iter().flat_map(|row| row.cells.iter().filter_map(|c| c.ratio_to_goro));
+    let ratios = || {
+        rows.iter()
+            .flat_map(|row| row.cells.iter().filter_map(|c| c.ratio_to_goro))
+    };
     let lo = ratios().fold(1.0f64, f64::min) / 1.5;
     let hi = ratios().fold(1.0f64, f64::max) * 1.5;
     let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
@@ -460,7 +463,9 @@ pub fn svg(r: &Results) -> String {
             xml_escape(&row.label())
         ));
         for (bi, &(ci, c)) in others.iter().enumerate() {
-            let Some(v) = row.cells[ci].ratio_to_goro else { continue };
+            let Some(v) = row.cells[ci].ratio_to_goro else {
+                continue;
+            };
             let y = gy + bi as f64 * (bar_h + 2.0);
             let (a, b) = (x(v).min(x(1.0)), (x(v) - x(1.0)).abs().max(1.0));
             put(format!(

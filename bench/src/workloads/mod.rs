@@ -341,6 +341,21 @@ pub fn check_token(sent: u64, out: u64) -> Result<(), String> {
     }
 }
 
+/// Checks the sieve's last prime.
+pub fn check_last_prime(last: u64) -> Result<(), String> {
+    (last == SIEVE_LAST_PRIME).then_some(()).ok_or_else(|| {
+        format!("sieve: prime #{SIEVE_PRIMES} is {last}, expected {SIEVE_LAST_PRIME}")
+    })
+}
+
+/// Checks the sum of spawn_join's results (each task returns its index).
+pub fn check_sum(sum: u64) -> Result<(), String> {
+    let want = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
+    (sum == want)
+        .then_some(())
+        .ok_or_else(|| format!("spawn_join: the results sum to {sum}, expected {want}"))
+}
+
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64

@@ -346,7 +346,7 @@ impl Gate {
 
 /// How the workers of a run are run.
 #[derive(Clone, Copy)]
-enum Runner {
+pub(crate) enum Runner {
     /// Coroutines, spawned from the coordinator, itself a coroutine.
     Coroutines,
     /// Plain threads, spawned from the coordinator, a plain thread.
@@ -514,7 +514,7 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
 }
 
 /// A mutex around the counter its holders increment.
-trait CountingMutex: Send + Sync + 'static {
+pub(crate) trait CountingMutex: Send + Sync + 'static {
     fn with_zero() -> Self;
     /// Locks, adds one, unlocks.
     fn increment(&self);
@@ -623,7 +623,10 @@ fn mutex_bench<M: CountingMutex>(
 /// per op, sized to [`target`](super::target) per run.
 pub fn measure(name: &str, contender: Impl) -> Option<super::Outcome> {
     if let Some(tasks) = super::mutex_tasks(name) {
-        return (contender == Impl::Goro).then(|| Ok(mutex(tasks)));
+        let ns = move || mutex_ops::<goro::sync::Mutex<u64>>(Runner::Coroutines, tasks);
+        let ns = (contender == Impl::Goro)
+            .then(|| crate::harness::run_bounded(RUN_TIMEOUT, "mutex", ns));
+        return ns.map(|ns| Ok(super::Measurement::value(ns)));
     }
     let bench = Bench::from_name(name)?;
     if !bench.contenders().contains(&contender) {
@@ -633,33 +636,38 @@ pub fn measure(name: &str, contender: Impl) -> Option<super::Outcome> {
     Some(Ok(super::Measurement::value(ns)))
 }
 
-/// The comparison's mutex: `tasks` coroutines share [`MUTEX_OPS`](super::MUTEX_OPS)
-/// lock/increment/unlock rounds of a `goro::sync::Mutex`; ns per operation.
-fn mutex(tasks: usize) -> super::Measurement {
+/// The comparison's mutex: `tasks` workers of `runner` (coroutines, from a coroutine,
+/// or threads) share [`MUTEX_OPS`](super::MUTEX_OPS) lock/increment/unlock rounds of
+/// an `M`, spawning and joining timed; the final count is checked. ns per operation.
+pub(crate) fn mutex_ops<M: CountingMutex>(runner: Runner, tasks: usize) -> f64 {
     let ops = super::MUTEX_OPS;
     let each = ops / tasks;
     assert_eq!(each * tasks, ops, "MUTEX_OPS divides evenly");
-    let elapsed = crate::harness::run_bounded(RUN_TIMEOUT, "mutex", move || {
-        let counter = Arc::new(goro::sync::Mutex::new(0usize));
-        let t = Instant::now();
-        let handles: Vec<_> = (0..tasks)
-            .map(|_| {
-                let counter = counter.clone();
-                goro::go!(move || {
-                    for _ in 0..each {
-                        *counter.lock() += 1;
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().expect("a locker does not panic");
-        }
-        let elapsed = t.elapsed();
-        assert_eq!(*counter.lock(), ops, "the final count");
-        elapsed
-    });
-    super::Measurement::value(super::per(elapsed, ops))
+    let m = Arc::new(M::with_zero());
+    let t = Instant::now();
+    let body = {
+        let m = m.clone();
+        move || (0..each).for_each(|_| m.increment())
+    };
+    let handles: Vec<Box<dyn FnOnce()>> = (0..tasks)
+        .map(|_| {
+            let body = body.clone();
+            match runner {
+                Runner::Coroutines => {
+                    let h = goro::go!(body);
+                    Box::new(move || h.join().expect("a locker panicked")) as Box<dyn FnOnce()>
+                }
+                Runner::Threads => {
+                    let h = thread::spawn(body);
+                    Box::new(move || h.join().expect("a locker panicked"))
+                }
+            }
+        })
+        .collect();
+    handles.into_iter().for_each(|join| join());
+    let elapsed = t.elapsed();
+    assert_eq!(m.count(), ops as u64, "the final count");
+    super::per(elapsed, ops)
 }
 
 #[cfg(test)]

@@ -148,11 +148,17 @@ pub fn do_work(dur: Duration) {
     while start.elapsed() < dur {}
 }
 
-/// Go's `warmupScheduler` (`sleep_test.go`): starts `n` coroutines that each spin until
-/// all `n` have started, then spin 1 ms more, and waits for them, so that every P has
-/// an M running when the measurement starts. No coroutine yields while spinning: with
-/// fewer than `n` Ps free this spins until the 10 s bound panics.
+/// Go's `warmupScheduler` (`sleep_test.go`): `n` coroutines each spin until all `n`
+/// have started, then spin 1 ms more, so that every P has an M running when the
+/// measurement starts.
 pub fn warmup_scheduler(n: usize) {
+    all_at_once(n, || do_work(Duration::from_millis(1)));
+}
+
+/// Runs `f` on `n` coroutines that each wait (spinning, bounded) until all `n` run at
+/// once, and joins them: with `n` = the number of Ps, once on every P. No coroutine
+/// yields while spinning: with fewer than `n` Ps free this panics after 10 s.
+pub fn all_at_once<R: Send + 'static>(n: usize, f: fn() -> R) -> Vec<R> {
     let started = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..n)
         .map(|_| {
@@ -161,16 +167,15 @@ pub fn warmup_scheduler(n: usize) {
                 started.fetch_add(1, Ordering::AcqRel);
                 spin_until(
                     SPIN_TIMEOUT,
-                    || format!("warmup_scheduler: not all {n} coroutines ran at once"),
+                    || format!("not all {n} coroutines ran at once"),
                     || started.load(Ordering::Acquire) >= n,
                 );
-                do_work(Duration::from_millis(1));
+                f()
             })
         })
         .collect();
-    for h in handles {
-        h.join().expect("a warm-up coroutine panicked");
-    }
+    let join = |h: goro::JoinHandle<R>| h.join().expect("a coroutine panicked");
+    handles.into_iter().map(join).collect()
 }
 
 /// Lateness samples of one benchmark, per timer (or per ticker, or one series).
