@@ -124,9 +124,6 @@ impl Contender for May {
     fn name(&self) -> &'static str {
         "may"
     }
-    fn supports(&self, w: &Workload) -> bool {
-        super::in_comparison(w)
-    }
     fn note(&self, w: &Workload) -> Option<&'static str> {
         match w.name() {
             "chain" | "chainbuf" | "pingpong" => {
@@ -403,13 +400,7 @@ fn yields() -> Figure {
 
 /// `tasks` coroutines share MUTEX_OPS lock/increment/unlock rounds of a `may::sync::Mutex`.
 fn mutex(tasks: usize) -> Figure {
-    let per_task = common::MUTEX_OPS / tasks;
-    if per_task * tasks != common::MUTEX_OPS {
-        return Err(format!(
-            "mutex: {} operations do not split evenly over {tasks} tasks",
-            common::MUTEX_OPS
-        ));
-    }
+    let per_task = common::ops_per_task(tasks)?;
     let counter = Arc::new(Mutex::new(0u64));
     let start = Instant::now();
     let mut handles = Vec::with_capacity(tasks);
@@ -431,12 +422,7 @@ fn mutex(tasks: usize) -> Figure {
     }
     let elapsed = start.elapsed();
     let count = *counter.lock().map_err(|_| "mutex: poisoned".to_string())?;
-    if count != common::MUTEX_OPS as u64 {
-        return Err(format!(
-            "mutex: the counter is {count}, expected {}",
-            common::MUTEX_OPS
-        ));
-    }
+    common::check_count(count)?;
     Ok(common::per(elapsed, common::MUTEX_OPS))
 }
 
@@ -511,13 +497,7 @@ fn spawn_park(name: &str, n: usize) -> common::Outcome {
             other => return Err(format!("spawn_park: coroutine {i} returned {other:?}")),
         }
     }
-    Ok(common::parked(
-        name,
-        n,
-        spawn,
-        t.elapsed(),
-        after.saturating_sub(before),
-    ))
+    Ok(common::parked(name, n, spawn, t.elapsed(), [before, after]))
 }
 
 /// Echoes one connection until EOF or an error.

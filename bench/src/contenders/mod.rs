@@ -23,8 +23,11 @@ pub mod tokio;
 /// One contender.
 pub trait Contender: Sync {
     fn name(&self) -> &'static str;
-    /// Whether it has an implementation of `w` (echo: a server).
-    fn supports(&self, w: &Workload) -> bool;
+    /// Whether it has an implementation of `w` (echo: a server); by default the
+    /// comparison's workloads, which every contender runs.
+    fn supports(&self, w: &Workload) -> bool {
+        in_comparison(w)
+    }
     /// Runs `w` once, in this worker process: the figure, or why it cannot (a skip).
     fn run(&self, w: &Workload) -> Outcome;
     /// Its echo server on `addr`: prints `LISTENING <addr>` on stdout (see

@@ -498,13 +498,7 @@ fn spawn_park(name: &str, n: usize) -> common::Outcome {
     for h in handles {
         assert!(h.join().expect("a parked thread does not panic"));
     }
-    Ok(common::parked(
-        name,
-        n,
-        spawn,
-        t.elapsed(),
-        after.saturating_sub(before),
-    ))
+    Ok(common::parked(name, n, spawn, t.elapsed(), [before, after]))
 }
 
 /// The echo server: binds `addr`, prints `LISTENING <addr>`, then one thread per

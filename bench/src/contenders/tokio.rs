@@ -48,9 +48,6 @@ impl Contender for Tokio {
     fn name(&self) -> &'static str {
         "tokio"
     }
-    fn supports(&self, w: &Workload) -> bool {
-        super::in_comparison(w)
-    }
     fn note(&self, w: &Workload) -> Option<&'static str> {
         matches!(w.name(), "chain" | "chainbuf" | "sieve" | "pingpong")
             .then_some("no rendezvous channel: tokio::sync::mpsc::channel(1)")
@@ -246,13 +243,7 @@ async fn yields() -> Figure {
 
 /// `tasks` tasks share MUTEX_OPS lock/increment/unlock rounds of a `tokio::sync::Mutex`.
 async fn mutex(tasks: usize) -> Figure {
-    let per_task = common::MUTEX_OPS / tasks;
-    if per_task * tasks != common::MUTEX_OPS {
-        return Err(format!(
-            "mutex: {} operations do not split evenly over {tasks} tasks",
-            common::MUTEX_OPS
-        ));
-    }
+    let per_task = common::ops_per_task(tasks)?;
     let counter = Arc::new(Mutex::new(0u64));
     let start = Instant::now();
     let handles: Vec<_> = (0..tasks)
@@ -270,12 +261,7 @@ async fn mutex(tasks: usize) -> Figure {
     }
     let elapsed = start.elapsed();
     let count = *counter.lock().await;
-    if count != common::MUTEX_OPS as u64 {
-        return Err(format!(
-            "mutex: the counter is {count}, expected {}",
-            common::MUTEX_OPS
-        ));
-    }
+    common::check_count(count)?;
     Ok(common::per(elapsed, common::MUTEX_OPS))
 }
 
@@ -344,13 +330,7 @@ async fn spawn_park(name: &str, n: usize) -> common::Outcome {
             other => return Err(format!("spawn_park: task {i} returned {other:?}")),
         }
     }
-    Ok(common::parked(
-        name,
-        n,
-        spawn,
-        t.elapsed(),
-        after.saturating_sub(before),
-    ))
+    Ok(common::parked(name, n, spawn, t.elapsed(), [before, after]))
 }
 
 /// Echoes one connection (TCP_NODELAY, a 16 KiB buffer) until EOF or an error (errors

@@ -356,17 +356,37 @@ pub fn check_sum(sum: u64) -> Result<(), String> {
         .ok_or_else(|| format!("spawn_join: the results sum to {sum}, expected {want}"))
 }
 
+/// The share of each of `tasks` tasks of a mutex workload's `MUTEX_OPS`, and the
+/// check of the final count.
+pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
+    MUTEX_OPS
+        .is_multiple_of(tasks)
+        .then_some(MUTEX_OPS / tasks)
+        .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))
+}
+
+/// Checks a mutex workload's final count.
+pub fn check_count(count: u64) -> Result<(), String> {
+    (count == MUTEX_OPS as u64)
+        .then_some(())
+        .ok_or_else(|| format!("mutex: the counter is {count}, expected {MUTEX_OPS}"))
+}
+
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64
 }
 
-/// The figures of a spawn-and-park run: ns per spawn, with the wake+exit time and the
-/// RSS per parked task as companions.
-pub fn parked(name: &str, n: usize, spawn: Duration, wake: Duration, rss: u64) -> Measurement {
+/// The figures of a spawn-and-park run of `n` tasks: ns per spawn, with the wake+exit
+/// time and the RSS per parked task (from the RSS readings before the first spawn and
+/// with all parked) as companions.
+pub fn parked(name: &str, n: usize, spawn: Duration, wake: Duration, rss: [u64; 2]) -> Measurement {
     Measurement::value(per(spawn, n))
         .with(&format!("{name}_wake"), per(wake, n))
-        .with(&format!("{name}_rss"), rss as f64 / n as f64)
+        .with(
+            &format!("{name}_rss"),
+            rss[1].saturating_sub(rss[0]) as f64 / n as f64,
+        )
 }
 
 /// Busy-waits `d` on the clock (the load of `sleep_lateness`, Go's `spinFor`).

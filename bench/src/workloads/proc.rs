@@ -174,10 +174,8 @@ fn spawn_park(name: &str, n: usize) -> Outcome {
     for h in handles {
         assert!(h.join().expect("a parked coroutine does not panic"));
     }
-    Ok(
-        parked(name, n, spawn, t.elapsed(), after.saturating_sub(before))
-            .with(&format!("{name}_pte"), pte as f64 / n as f64),
-    )
+    Ok(parked(name, n, spawn, t.elapsed(), [before, after])
+        .with(&format!("{name}_pte"), pte as f64 / n as f64))
 }
 
 const TICK: Duration = Duration::from_millis(1);
