@@ -154,6 +154,9 @@ fn list() -> i32 {
 /// `serve`: the contender's echo server. If stdin is a pipe (the harness's), its EOF
 /// ends the process, whatever the server is doing; otherwise a signal does.
 fn serve(c: &dyn Contender, addr: SocketAddr) -> i32 {
+    // A shell starts a background job with SIGINT ignored; `kill -INT` must stop it.
+    // SAFETY: restoring a signal's default action has no preconditions.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
     // SAFETY: fstat writes one `stat` into `st`, a valid, exclusively borrowed local.
     let piped = unsafe {
         let mut st: libc::stat = std::mem::zeroed();
