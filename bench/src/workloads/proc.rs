@@ -216,6 +216,7 @@ fn ticker(kind: &str) -> Measurement {
     let s = stop.clone();
     let ticker = goro::go!(move || {
         let mut late = Vec::with_capacity(1 << 14);
+        // Relaxed: a stop flag publishes no data; seeing it one tick late is harmless.
         while !s.load(Ordering::Relaxed) {
             let t = Instant::now();
             goro::time::sleep(TICK);
@@ -237,7 +238,7 @@ fn ticker(kind: &str) -> Measurement {
         }
         std::thread::sleep(BURST_GAP);
     }
-    stop.store(true, Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed); // Relaxed: see the ticker's loop
     let mut late = ticker.join().expect("the ticker panicked");
     late.sort_unstable();
     let n = late.len();

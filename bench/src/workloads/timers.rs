@@ -164,6 +164,8 @@ pub fn all_at_once<R: Send + 'static>(n: usize, f: fn() -> R) -> Vec<R> {
         .map(|_| {
             let started = started.clone();
             goro::go!(move || {
+                // A count only (no data is published through it); AcqRel and Acquire
+                // are more than enough for "all have started".
                 started.fetch_add(1, Ordering::AcqRel);
                 spin_until(
                     SPIN_TIMEOUT,
@@ -203,6 +205,8 @@ impl Samples {
         let late = match now.checked_duration_since(expected) {
             Some(late) => nanos(late),
             None => {
+                // Relaxed: counters read once the timers are done (after a join or a
+                // WaitGroup wait, which order them).
                 self.early.fetch_add(1, Ordering::Relaxed);
                 self.max_early_ns
                     .fetch_max(nanos(expected - now), Ordering::Relaxed);
