@@ -41,9 +41,13 @@ pub enum Load {
 
 /// How to start the children.
 pub struct Launcher {
+    /// This binary (`compare`), re-run as worker, server and load generator.
     pub me: PathBuf,
+    /// The Go binaries, or why there are none.
     pub go: Result<GoBuild, String>,
+    /// Bound of one worker run.
     pub timeout: Duration,
+    /// `--target-ms`, `--bursts`, `--secs`, `--warmup`, `--load`, `--baseline`.
     pub target_ms: u64,
     pub bursts: u64,
     pub echo_secs: f64,

@@ -94,12 +94,16 @@ impl RowResult {
 #[derive(Debug, Serialize)]
 pub struct Results {
     pub tool: &'static str,
+    /// The command line that made it (above every table).
     pub command: String,
     pub ratio_convention: &'static str,
     pub machine: Machine,
+    /// `go version`, or why Go was not measured.
     pub go: String,
     pub rounds: usize,
+    /// The columns, in order.
     pub contenders: Vec<&'static str>,
+    /// The rows, suite after suite.
     pub rows: Vec<RowResult>,
     /// Wall time of all children per workload (and P count), for planning runs.
     pub workload_secs: Vec<(String, f64)>,

@@ -54,10 +54,12 @@ pub struct Row {
 /// A workload: its own row, and the companion rows the same run fills.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Workload {
+    /// Its own row (the name the command line and the workers use).
     pub row: Row,
     pub suite: Suite,
     /// The P counts (GORO_MAXPROCS, GOMAXPROCS) it runs at, one row each.
     pub procs: &'static [usize],
+    /// The rows the same run fills besides its own ([`Measurement::also`]).
     pub also: &'static [Row],
 }
 
@@ -293,13 +295,16 @@ pub fn park_tasks(name: &str) -> Option<usize> {
 /// workload's unit with its companions' figures, or why the contender cannot run it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
+    /// The figure, in the workload's unit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<f64>,
+    /// Why the contender cannot run the workload (then there is no value).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skip: Option<String>,
     /// Where the contender's implementation departs from the contract's letter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The companion rows' figures, by row name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub also: BTreeMap<String, f64>,
 }
