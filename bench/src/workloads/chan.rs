@@ -71,6 +71,11 @@ pub fn run(name: &str) -> Option<Measurement> {
                 .with("WakeupLatency/p90", lat.quantile_us(0.9))
                 .with("WakeupLatency/p99", lat.quantile_us(0.99))
                 .with("WakeupLatency/max", lat.quantile_us(1.0))
+                .with("WakeupLatency/missed", lat.missed as f64)
+                .with(
+                    "WakeupLatency/on_sender_thread",
+                    lat.on_sender_thread as f64,
+                )
         }
         _ => {
             let (kind, us) = name.split_once('/')?;

@@ -142,6 +142,8 @@ pub static ALL: &[Workload] = &[
             row("WakeupLatency/p90", "µs"),
             row("WakeupLatency/p99", "µs"),
             row("WakeupLatency/max", "µs"),
+            row("WakeupLatency/missed", "sends"),
+            row("WakeupLatency/on_sender_thread", "samples"),
         ],
     ),
     // Sync: the comparison's mutex, then Go's Sema*/Mutex* ports.

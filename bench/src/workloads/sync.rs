@@ -521,44 +521,29 @@ pub(crate) trait CountingMutex: Send + Sync + 'static {
     fn count(&self) -> u64;
 }
 
-impl CountingMutex for goro::sync::Mutex<u64> {
-    fn with_zero() -> Self {
-        goro::sync::Mutex::new(0)
-    }
-    #[inline]
-    fn increment(&self) {
-        *self.lock() += 1;
-    }
-    fn count(&self) -> u64 {
-        *self.lock()
-    }
+/// `CountingMutex` for a mutex type `$m<u64>` whose guard is `$lock` away.
+macro_rules! counting_mutex {
+    ($m:ty, |$x:ident| $lock:expr) => {
+        impl CountingMutex for $m {
+            fn with_zero() -> Self {
+                <$m>::new(0)
+            }
+            #[inline]
+            fn increment(&self) {
+                let $x = self;
+                *$lock += 1;
+            }
+            fn count(&self) -> u64 {
+                let $x = self;
+                *$lock
+            }
+        }
+    };
 }
 
-impl CountingMutex for std::sync::Mutex<u64> {
-    fn with_zero() -> Self {
-        std::sync::Mutex::new(0)
-    }
-    #[inline]
-    fn increment(&self) {
-        *self.lock().expect("poisoned") += 1;
-    }
-    fn count(&self) -> u64 {
-        *self.lock().expect("poisoned")
-    }
-}
-
-impl CountingMutex for parking_lot::Mutex<u64> {
-    fn with_zero() -> Self {
-        parking_lot::Mutex::new(0)
-    }
-    #[inline]
-    fn increment(&self) {
-        *self.lock() += 1;
-    }
-    fn count(&self) -> u64 {
-        *self.lock()
-    }
-}
+counting_mutex!(goro::sync::Mutex<u64>, |m| m.lock());
+counting_mutex!(std::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
+counting_mutex!(parking_lot::Mutex<u64>, |m| m.lock());
 
 /// The `Mutex*` benchmarks with mutex type `M` on `runner`'s workers.
 fn mutex_bench<M: CountingMutex>(
