@@ -1,7 +1,7 @@
 //! The may contender: every workload of [`Workload`] on may 0.3's stackful coroutines
 //! (`may::config().set_workers(common::procs())`), with may's own primitives.
 //!
-//! How each workload maps onto may (see common.rs for what is measured):
+//! How each workload maps onto may (see `workloads` for what is measured):
 //!
 //! - tasks are coroutines with may's default stack (`0x1000` words: 32 KiB on 64-bit,
 //!   enough for every coroutine here: none keeps a large buffer or recurses). The body

@@ -514,11 +514,11 @@ fn serve(addr: std::net::SocketAddr) -> io::Result<()> {
                         common::echo::echo(&conn);
                     }
                 }) {
-                    eprintln!("compare --serve threads: spawn: {e}");
+                    eprintln!("compare serve threads: spawn: {e}");
                 }
             }
             Err(e) => {
-                eprintln!("compare --serve threads: accept: {e}");
+                eprintln!("compare serve threads: accept: {e}");
                 thread::sleep(Duration::from_millis(10));
             }
         }

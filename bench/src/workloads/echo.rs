@@ -147,7 +147,7 @@ impl Report {
     /// The human line.
     pub fn human(&self, client: &str) -> String {
         format!(
-            "echo_load: {} conns x {} B for {} s ({client}): {:.0} req/s ({} round trips), \
+            "compare load: {} conns x {} B for {} s ({client}): {:.0} req/s ({} round trips), \
              latency p50 {} us, p99 {} us, max {} us; per connection: mean {:.1}, \
              busiest {} (connection {}: {:.2}x mean), min {}",
             self.conns,
