@@ -71,7 +71,8 @@ struct RunArgs {
     /// docs/benchmarks.md).
     #[arg(long)]
     readme: bool,
-    /// Contenders, in column order (default: all; `base` with --baseline).
+    /// Contenders, in column order (default: all; `example` and `base` with
+    /// --baseline).
     #[arg(long, value_delimiter = ',')]
     contenders: Vec<String>,
     /// Runs per contender and row.
@@ -241,7 +242,7 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
         contenders::ALL
             .iter()
             .copied()
-            .filter(|c| c.name() != "base" || a.baseline.is_some())
+            .filter(|c| !matches!(c.name(), "base" | "example") || a.baseline.is_some())
             .collect()
     } else {
         a.contenders

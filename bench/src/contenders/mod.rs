@@ -1,6 +1,7 @@
 //! The contenders: goro, may, tokio, plain threads and Go, plus the peers of the
-//! `sync` suite (goro without its back-off, parking_lot's mutex) and `base`, another
-//! build's echo server (`compare --baseline PATH`).
+//! `sync` suite (goro without its back-off, parking_lot's mutex), and two echo server
+//! programs: `example` (`examples/echo_server`) and `base`, another build's
+//! (`compare --baseline PATH`).
 //!
 //! Each implements [`Contender`]: [`run`](Contender::run) runs one workload once in a
 //! worker process and returns its [`Measurement`], [`serve`](Contender::serve) is its
@@ -48,7 +49,8 @@ pub static ALL: &[&dyn Contender] = &[
     &Go,
     &SyncPeer(Impl::GoroNoBackoff),
     &SyncPeer(Impl::ParkingLot),
-    &Base,
+    &Server("example"),
+    &Server("base"),
 ];
 
 /// The contender named `name`.
@@ -229,15 +231,17 @@ impl Contender for Go {
     }
 }
 
-/// Another build's echo server (`compare --baseline PATH`, handed over in
-/// `GORO_BENCH_BASELINE`): `PATH --addr ADDR`, for before/after runs of a change.
-pub struct Base;
+/// An echo server program (echo only), run as `PATH --addr ADDR`: `base`, another
+/// build's (`compare --baseline PATH`, handed over in `GORO_BENCH_BASELINE`), for
+/// before/after runs of a change; `example`, goro's `examples/echo_server` of this
+/// build (`cargo build --release --example echo_server`, next to this binary).
+pub struct Server(&'static str);
 
 pub const BASELINE: &str = "GORO_BENCH_BASELINE";
 
-impl Contender for Base {
+impl Contender for Server {
     fn name(&self) -> &'static str {
-        "base"
+        self.0
     }
     fn supports(&self, w: &Workload) -> bool {
         w.suite == Suite::Echo
@@ -246,7 +250,20 @@ impl Contender for Base {
         Err("only an echo server".into())
     }
     fn serve(&self, addr: SocketAddr) -> io::Result<()> {
-        let bin = std::env::var(BASELINE).map_err(|_| io::Error::other("no --baseline"))?;
+        let bin = match self.0 {
+            "base" => std::env::var(BASELINE).map_err(|_| io::Error::other("no --baseline"))?,
+            _ => {
+                let me = std::env::current_exe()?;
+                let bin = me.with_file_name("examples").join("echo_server");
+                if !bin.is_file() {
+                    return Err(io::Error::other(format!(
+                        "{} is missing: cargo build --release --example echo_server",
+                        bin.display()
+                    )));
+                }
+                bin.to_string_lossy().into_owned()
+            }
+        };
         Err(Command::new(bin).args(["--addr", &addr.to_string()]).exec())
     }
 }

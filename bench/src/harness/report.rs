@@ -405,6 +405,7 @@ fn colour(c: &str) -> &'static str {
         "goro_no_backoff" => "#9467bd",
         "parking_lot" => "#8c564b",
         "base" => "#e377c2",
+        "example" => "#17becf",
         _ => "#7f7f7f",
     }
 }
