@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System calls per round trip of goro's and tokio's echo servers under echo_load, as
+# System calls per round trip of goro's and tokio's echo servers under `compare load`, as
 # docs/benchmarks.md reports them:
 #   bench/echo_syscalls.sh [CONNS]     (default 50; needs perf)
 # Each server runs alone at 2 Ps / worker threads; `perf stat` counts its calls for 3 s
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 conns=${1:-50}
 command -v perf >/dev/null || { echo "needs perf" >&2; exit 1; }
 cargo build --release -q --example echo_server
-cargo build --release -q -p goro-bench --bin echo_tokio --bin echo_load
+cargo build --release -q -p goro-bench --bin compare
 addr=127.0.0.1:7313
 events='syscalls:sys_enter_recvfrom,syscalls:sys_enter_sendto,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_futex,syscalls:sys_enter_read,context-switches'
 out=$(mktemp -d)
@@ -18,11 +18,11 @@ for who in goro tokio; do
     if [ "$who" = goro ]; then
         GORO_MAXPROCS=2 target/release/examples/echo_server --addr $addr >/dev/null 2>&1 &
     else
-        target/release/echo_tokio --addr $addr --threads 2 >/dev/null 2>&1 &
+        GORO_MAXPROCS=2 target/release/compare serve tokio --addr $addr >/dev/null 2>&1 </dev/null &
     fi
     srv=$!
     sleep 0.5
-    GORO_MAXPROCS=2 timeout 60 target/release/echo_load --addr $addr --conns "$conns" \
+    GORO_MAXPROCS=2 timeout 60 target/release/compare load --addr $addr --conns "$conns" \
         --secs 5 --warmup 1 >"$out/load" 2>&1 &
     load=$!
     sleep 1.5

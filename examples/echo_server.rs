@@ -9,7 +9,7 @@
 //! connection that sends nothing for that long. Ctrl-C (SIGINT) or SIGTERM stops it
 //! cleanly: it stops accepting, closes the open connections, waits for their coroutines
 //! and exits 0. Try it with `nc 127.0.0.1 7000`, or load it with
-//! `cargo run --release -p goro-bench --bin echo_load -- --addr 127.0.0.1:7000`.
+//! `cargo run --release -p goro-bench --bin compare -- load --addr 127.0.0.1:7000`.
 
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};

@@ -16,21 +16,16 @@
 //! - `WakeupParallelSpinning/<N>us`, `WakeupParallelSyscall/<N>us`: Go's
 //!   `runtime/proc_test.go` benchmarks, per iteration (skipped at 1 P, as in Go).
 //!
-//! The workloads are in `examples/chain.rs`, `examples/sieve.rs`, `examples/powser.rs`
-//! and the `workloads` module of `src/bin/chan_compare.rs` (included here as a module);
-//! that tool also prints them next to Go's (`bench/go/chan_bench_test.go`). Each timed
-//! loop runs on a coroutine (the driver), bounded by a timeout that panics.
+//! The workloads are `goro_bench::workloads::{chan, powser}`; `compare --suite chan`
+//! prints them next to Go's (`bench/go/`). Each timed loop runs on a coroutine (the
+//! driver), bounded by a timeout that panics.
 
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, BenchmarkGroup, Criterion, SamplingMode};
-use goro_bench::run_bounded;
-
-#[allow(dead_code)]
-#[path = "../src/bin/chan_compare.rs"]
-mod chan_compare;
-
-use chan_compare::workloads::{self, chain, powser, sieve, PingPong, Wait, DELAYS_US};
+use criterion::{BenchmarkGroup, Criterion, SamplingMode};
+use goro_bench::harness::run_bounded;
+use goro_bench::workloads::chan::{self, sieve, Chain, PingPong, Wait, DELAYS_US};
+use goro_bench::workloads::{powser, CHAIN_HOPS, SIEVE_LAST_PRIME, SIEVE_PRIMES};
 
 /// Bound of one sample's timed run.
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -43,7 +38,7 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// sends one token at a time and checks its value at the tail (head + 10 000).
 fn chain_benches(c: &mut Criterion) {
     for (name, cap) in [("Chain", 0), ("ChainBuf", 1)] {
-        let ch = chain::Chain::new(chain::HOPS, cap);
+        let ch = Chain::new(CHAIN_HOPS, cap);
         let hops = ch.driver().hops() as f64;
         let mut g = c.benchmark_group(name);
         g.bench_function("per_hop", |b| {
@@ -63,6 +58,18 @@ fn chain_benches(c: &mut Criterion) {
     }
 }
 
+/// `iters` runs of `run` (on coroutines, bounded), each giving its time and its count
+/// of units: the time per unit, times `iters` (criterion divides by `iters`).
+fn per_unit(iters: u64, run: fn() -> (Duration, u64)) -> Duration {
+    let (mut total, mut units) = (Duration::ZERO, 0u64);
+    for _ in 0..iters {
+        let (t, n) = run_bounded(TIMEOUT, "a run", run);
+        total += t;
+        units += n;
+    }
+    total.mul_f64(iters as f64 / units as f64)
+}
+
 /// `Sieve`: the concurrent prime sieve (Go's `test/chan/sieve1.go`, the `Sieve` of the
 /// GOMAXPROCS 1.5 benchmarks), here up to the 5 000th prime, which is checked to be
 /// 48611 (and all primes against a sequential sieve, and that no number was lost).
@@ -76,20 +83,12 @@ fn sieve_bench(c: &mut Criterion) {
     g.sampling_mode(SamplingMode::Flat);
     g.bench_function("per_transfer", |b| {
         b.iter_custom(|iters| {
-            let (mut total, mut transfers) = (Duration::ZERO, 0u64);
-            for _ in 0..iters {
-                let run = run_bounded(TIMEOUT, "Sieve", || sieve::run(sieve::PRIMES))
-                    .unwrap_or_else(|e| panic!("{e}"));
-                assert_eq!(
-                    run.primes.last(),
-                    Some(&sieve::PRIME_5000),
-                    "Sieve: wrong 5000th prime"
-                );
-                total += run.elapsed;
-                transfers += run.transfers;
-            }
-            // Per iteration, criterion will divide by iters: ns per transfer.
-            total.mul_f64(iters as f64 / transfers as f64)
+            per_unit(iters, || {
+                let run = sieve(SIEVE_PRIMES).unwrap_or_else(|e| panic!("{e}"));
+                let last = run.primes.last().map(|&p| u64::from(p));
+                assert_eq!(last, Some(SIEVE_LAST_PRIME), "Sieve: wrong 5000th prime");
+                (run.elapsed, run.transfers)
+            })
         })
     });
     g.finish();
@@ -107,14 +106,10 @@ fn powser_bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("Powser");
     g.bench_function("per_get", |b| {
         b.iter_custom(|iters| {
-            let (mut total, mut gets) = (Duration::ZERO, 0u64);
-            for _ in 0..iters {
-                let run =
-                    run_bounded(TIMEOUT, "Powser", powser::run).unwrap_or_else(|e| panic!("{e}"));
-                total += run.elapsed;
-                gets += run.gets;
-            }
-            total.mul_f64(iters as f64 / gets as f64)
+            per_unit(iters, || {
+                let run = powser::run().unwrap_or_else(|e| panic!("{e}"));
+                (run.elapsed, run.gets)
+            })
         })
     });
     g.finish();
@@ -163,10 +158,10 @@ fn wakeup_benches(c: &mut Criterion) {
         let mut g: BenchmarkGroup<'_, _> = c.benchmark_group(wait.name());
         for us in DELAYS_US {
             let delay = Duration::from_micros(us);
-            g.bench_function(workloads::delay_name(us), |b| {
+            g.bench_function(chan::delay_name(us), |b| {
                 b.iter_custom(|iters| {
                     run_bounded(TIMEOUT, wait.name(), move || {
-                        workloads::wakeup_parallel(wait, delay, iters)
+                        chan::wakeup_parallel(wait, delay, iters)
                     })
                 })
             });
@@ -175,26 +170,10 @@ fn wakeup_benches(c: &mut Criterion) {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
-criterion_group! {
-    name = chan;
-    config = config();
-    targets = chain_benches, sieve_bench, powser_bench, ping_pong_bench, wakeup_benches
-}
-
-// criterion_main!, plus a line saying how many Ps the runtime runs with.
-fn main() {
-    eprintln!(
-        "goro: {} Ps (GORO_MAXPROCS={})",
-        goro::maxprocs(),
-        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
-    );
-    chan();
-    Criterion::default().configure_from_args().final_summary();
-}
+goro_bench::bench_main!(
+    chain_benches,
+    sieve_bench,
+    powser_bench,
+    ping_pong_bench,
+    wakeup_benches
+);

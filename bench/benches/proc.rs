@@ -27,9 +27,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use criterion::{criterion_group, Criterion};
+use criterion::Criterion;
 use goro::park::{self, Unparker, WaitReason};
-use goro_bench::in_coroutine;
+use goro_bench::harness::{in_coroutine, timed_on_coroutine};
 
 /// `SpawnJoin`: spawn a coroutine that returns its argument, then join it.
 ///
@@ -45,13 +45,11 @@ fn spawn_join(c: &mut Criterion) {
     let mut g = c.benchmark_group("SpawnJoin");
     g.bench_function("from_coroutine", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for i in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for i in 0..n {
                     let h = goro::go!(move || black_box(i));
                     black_box(h.join().expect("spawned coroutine panicked"));
                 }
-                start.elapsed()
             })
         })
     });
@@ -83,12 +81,10 @@ fn gosched(c: &mut Criterion) {
     let mut g = c.benchmark_group("Gosched");
     g.bench_function("alone", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     goro::yield_now();
                 }
-                start.elapsed()
             })
         })
     });
@@ -369,13 +365,6 @@ fn hooked_calls(c: &mut Criterion) {
     g.finish();
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(20)
-}
-
 /// `Syscall`: the cost of a blocking call that returns at once (Go's
 /// `BenchmarkSyscall`, runtime/proc_test.go: entersyscall + exitsyscall around
 /// nothing), from one coroutine: the fast path, where the P is taken back with one CAS.
@@ -386,57 +375,43 @@ fn syscall(c: &mut Criterion) {
     let mut g = c.benchmark_group("Syscall");
     g.bench_function("noop", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     goro::blocking(|| std::hint::black_box(()));
                 }
-                start.elapsed()
             })
         })
     });
-    let getppid = || {
+    fn getppid() -> libc::pid_t {
         // SAFETY: getppid has no preconditions.
         unsafe { libc::getppid() }
-    };
+    }
     g.bench_function("getppid", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     std::hint::black_box(goro::blocking(getppid));
                 }
-                start.elapsed()
             })
         })
     });
     g.bench_function("getppid_plain", |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
-                let start = Instant::now();
-                for _ in 0..iters {
+            timed_on_coroutine(iters, |n| {
+                for _ in 0..n {
                     std::hint::black_box(getppid());
                 }
-                start.elapsed()
             })
         })
     });
     g.finish();
 }
 
-criterion_group! {
-    name = proc;
-    config = config();
-    targets = spawn_join, gosched, park_ping_pong, corosensei_switch, syscall, hooked_calls
-}
-
-// criterion_main!, plus a line saying how many Ps the runtime runs with.
-fn main() {
-    eprintln!(
-        "goro: {} Ps (GORO_MAXPROCS={})",
-        goro::maxprocs(),
-        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
-    );
-    proc();
-    Criterion::default().configure_from_args().final_summary();
-}
+goro_bench::bench_main!(
+    spawn_join,
+    gosched,
+    park_ping_pong,
+    corosensei_switch,
+    syscall,
+    hooked_calls
+);

@@ -22,15 +22,13 @@
 //! the peers; ten per P in `*Slack`) share the iterations; time per op = wall time /
 //! iterations, from the moment all workers wait at a start gate to the last one's end.
 //! What each benchmark does and where it differs from Go's is documented on
-//! `goro_bench::sync_workloads` (in short: the Mutex critical sections count, to catch
+//! `goro_bench::workloads::sync` (in short: the Mutex critical sections count, to catch
 //! a lost update; the timed region excludes spawning).
 //!
-//! For one table with Go's figures from the same run, see `src/bin/sync_compare.rs`.
+//! For one table with Go's figures from the same run: `compare --suite sync`.
 
-use std::time::Duration;
-
-use criterion::{criterion_group, Criterion};
-use goro_bench::sync_workloads::{run, Bench};
+use criterion::Criterion;
+use goro_bench::workloads::sync::{run, Bench};
 
 /// One group per benchmark, one function per contender.
 fn sync_benches(c: &mut Criterion) {
@@ -45,26 +43,4 @@ fn sync_benches(c: &mut Criterion) {
     }
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(2))
-        .sample_size(10)
-}
-
-criterion_group! {
-    name = sync;
-    config = config();
-    targets = sync_benches
-}
-
-// criterion_main!, plus a line saying how many Ps the runtime runs with.
-fn main() {
-    eprintln!(
-        "goro: {} Ps (GORO_MAXPROCS={})",
-        goro::maxprocs(),
-        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
-    );
-    sync();
-    Criterion::default().configure_from_args().final_summary();
-}
+goro_bench::bench_main!(sync_benches);

@@ -37,9 +37,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{criterion_group, Bencher, Criterion};
+use criterion::{Bencher, Criterion};
+use goro::sync::WaitGroup;
 use goro::time::{sleep, Timer};
-use goro_bench::{all_at_once, run_bounded, WaitGroup};
+use goro_bench::harness::run_bounded;
+use goro_bench::workloads::timers::all_at_once;
 
 const HOUR: Duration = Duration::from_secs(3600);
 /// Bound of one sample (or of building the garbage timers).
@@ -58,7 +60,7 @@ impl Garbage {
         let procs = goro::maxprocs();
         let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
             // One batch per P, made on that P (one coroutine per P, all at once).
-            all_at_once(procs, "garbage timers", || {
+            all_at_once(procs, || {
                 (0..GARBAGE_PER_P)
                     .map(|_| Timer::after_func(HOUR, || {}))
                     .collect::<Vec<_>>()
@@ -215,34 +217,4 @@ fn sleep_bench(c: &mut Criterion) {
     bench_with_garbage(c, "Sleep", None, sleep_ops);
 }
 
-fn config() -> Criterion {
-    Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(20)
-}
-
-criterion_group! {
-    name = time;
-    config = config();
-    targets = after_func, stop, reset, sleep_bench
-}
-
-// criterion_main!, plus a line saying how many Ps the runtime runs with.
-fn main() {
-    eprintln!(
-        "goro: {} Ps (GORO_MAXPROCS={})",
-        goro::maxprocs(),
-        std::env::var("GORO_MAXPROCS").unwrap_or_else(|_| "unset".into())
-    );
-    let steal = goro_bench::steal_time().ok();
-    time();
-    Criterion::default().configure_from_args().final_summary();
-    // On a VM, the CPU time the hypervisor took meanwhile (see goro_bench::steal_time).
-    if let (Some(a), Ok(b)) = (steal, goro_bench::steal_time()) {
-        eprintln!(
-            "hypervisor steal during the run: {} ms",
-            b.saturating_sub(a).as_millis()
-        );
-    }
-}
+goro_bench::bench_main!(after_func, stop, reset, sleep_bench);

@@ -1,12 +1,9 @@
-// Package gorobench holds Go ports of the runtime-semaphore and sync.Mutex benchmarks
-// that goro's bench/benches/sync.rs measures, so that both run on the same machine.
-//
 // This file reaches the runtime semaphore that package sync uses (runtime/sema.go's
 // semacquire/semrelease) by pulling the symbols sync.runtime_Semacquire and
 // sync.runtime_Semrelease with //go:linkname. The declarations have no body; the empty
 // empty.s file in this directory makes the compiler accept that (it then does not
 // pass -complete).
-package gorobench
+package main
 
 import (
 	_ "unsafe" // for go:linkname

@@ -10,9 +10,12 @@
 //! it): `udp_thread` std's `UdpSocket` on the main thread, `udp_coroutine` the same on a
 //! coroutine, `goro_udp` goro's own on a coroutine (never hooked), `pipe_thread` libc's
 //! `write` and `read` on a pipe from the main thread. `bench/instructions.sh` runs it under callgrind at N and 2N
-//! and divides the difference by N, which cancels the start-up.
+//! and divides the difference by N, which cancels the start-up. `pingpong` and `chain`
+//! are the `chan` workloads' own types.
 
 use std::process::ExitCode;
+
+use goro_bench::workloads::chan::{Chain, PingPong};
 
 /// `n` one-byte sends and receives on a connected pair of UDP sockets of type `$t`
 /// (std's or goro's: the same API).
@@ -38,43 +41,14 @@ fn run(mode: &str, n: u64) -> bool {
             }
         }),
         "pingpong" => goro::go!(move || {
-            let (ping, pinged) = goro::chan::channel::<u64>(0);
-            let (pong, ponged) = goro::chan::channel::<u64>(0);
-            let echo = goro::go!(move || {
-                while let Ok(v) = pinged.recv() {
-                    if pong.send(v).is_err() {
-                        break;
-                    }
-                }
-            });
-            for i in 0..n {
-                ping.send(i).expect("echo alive");
-                assert_eq!(ponged.recv().expect("echo alive"), i);
-            }
-            drop(ping);
-            echo.join().expect("echo");
+            let pp = PingPong::new();
+            pp.driver().round_trips(n).expect("echo alive");
+            pp.shutdown().expect("echo");
         }),
         "chain" => goro::go!(move || {
-            let (first, mut rx) = goro::chan::channel::<u64>(0);
-            let links: Vec<_> = (0..100)
-                .map(|_| {
-                    let (tx, next) = goro::chan::channel::<u64>(0);
-                    let from = std::mem::replace(&mut rx, next);
-                    goro::go!(move || {
-                        while let Ok(v) = from.recv() {
-                            if tx.send(v + 1).is_err() {
-                                break;
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for i in 0..n {
-                first.send(i).expect("chain alive");
-                assert_eq!(rx.recv().expect("chain alive"), i + 100);
-            }
-            drop(first);
-            links.into_iter().for_each(|l| l.join().expect("link"));
+            let chain = Chain::new(100, 0);
+            chain.driver().pass(n).expect("chain alive");
+            chain.shutdown().expect("links");
         }),
         "mutex" => goro::go!(move || {
             let m = goro::sync::Mutex::new(0u64);

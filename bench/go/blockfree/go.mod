@@ -1,3 +1,0 @@
-module goro-blockfree
-
-go 1.19

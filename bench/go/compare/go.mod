@@ -1,3 +1,0 @@
-module goro-compare
-
-go 1.19

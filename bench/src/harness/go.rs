@@ -1,0 +1,142 @@
+//! The Go side: `bench/go/` is one Go module (one `main` package, standard library
+//! only), built once per `compare` run with `go build`; the `time` suite also builds
+//! Go's own `time` package benchmarks (`go test -c time`). `bench/go/install.sh`
+//! installs the toolchain; without `go` on the PATH the Go column says why.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use super::child::run_with_timeout;
+
+/// Bound of one `go build`.
+const BUILD_BOUND: Duration = Duration::from_secs(300);
+
+/// The Go binaries of a run.
+#[derive(Clone, Debug)]
+pub struct GoBuild {
+    pub version: String,
+    /// `goro-bench-go` (bench/go).
+    pub bin: PathBuf,
+    /// Go's `time` package test binary, if the `time` suite is run (its benchmarks
+    /// are Go's side of the timer latency rows).
+    pub time_tests: Option<PathBuf>,
+}
+
+/// `go version`'s line, or why `go` cannot be used.
+pub fn version() -> Result<String, String> {
+    match Command::new("go").arg("version").output() {
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
+        Ok(o) => Err(format!("`go version` failed ({})", o.status)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err("no go toolchain on PATH (bash bench/go/install.sh)".into())
+        }
+        Err(e) => Err(format!("`go` is not runnable from the PATH ({e})")),
+    }
+}
+
+/// Runs a `go` command in `dir`, bounded; why not, if it fails.
+fn go(dir: &Path, args: &[&str], what: &str) -> Result<(), String> {
+    let mut cmd = Command::new("go");
+    cmd.args(args).current_dir(dir);
+    let f = run_with_timeout(cmd, BUILD_BOUND, what)?;
+    if !f.status.success() {
+        let first = f
+            .stderr
+            .lines()
+            .chain(f.stdout.lines())
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.starts_with('#'))
+            .unwrap_or("no output")
+            .to_string();
+        return Err(format!("{what} failed: {first}"));
+    }
+    Ok(())
+}
+
+/// Builds bench/go into `tmp` (and Go's `time` tests if `time_tests`).
+pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
+    let version = version()?;
+    std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("go");
+    let bin = tmp.join("goro-bench-go");
+    go(
+        &src,
+        &["build", "-o", &bin.to_string_lossy(), "."],
+        "go build",
+    )?;
+    let time_tests = time_tests
+        .then(|| {
+            let out = tmp.join("go-time.test");
+            let args = [
+                "test",
+                "-c",
+                "-tags=timetzdata",
+                "-o",
+                &out.to_string_lossy(),
+                "time",
+            ];
+            go(tmp, &args, "go test -c time").map(|()| out)
+        })
+        .transpose()?;
+    Ok(GoBuild {
+        version,
+        bin,
+        time_tests,
+    })
+}
+
+/// One result line of `go test -bench` output: the benchmark's name (without
+/// `Benchmark` and the `-P` suffix) and its metrics by unit.
+#[derive(Debug, PartialEq)]
+pub struct BenchLine {
+    pub name: String,
+    pub metrics: Vec<(String, f64)>,
+}
+
+/// Parses `BenchmarkName[-P]  N  v1 unit1  v2 unit2 ...` lines; skipped benchmarks
+/// (no iterations) are left out.
+pub fn parse_bench_output(out: &str) -> Vec<BenchLine> {
+    out.lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let full = f.first()?.strip_prefix("Benchmark")?;
+            let name = match full.rsplit_once('-') {
+                Some((n, p)) if p.parse::<usize>().is_ok() => n,
+                _ => full,
+            };
+            f.get(1)?.parse::<u64>().ok().filter(|&n| n > 0)?;
+            let metrics = f[2..]
+                .chunks(2)
+                .filter_map(|c| Some((c.get(1)?.to_string(), c[0].parse().ok()?)))
+                .collect();
+            Some(BenchLine {
+                name: name.to_string(),
+                metrics,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_go_output() {
+        let out = "\
+BenchmarkParallelTimerLatency-2   \t     100\t    112687 avg-late-ns\t   3786028 max-late-ns
+BenchmarkStaggeredTickerLatency/work-dur=300µs/tickers-per-P=1-2  100  587822 avg-late-ns  3706713 max-late-ns
+BenchmarkSkipped  \t       0\t               NaN ns/op
+PASS
+";
+        let r = parse_bench_output(out);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].name, "ParallelTimerLatency");
+        assert_eq!(r[0].metrics[1], ("max-late-ns".to_string(), 3786028.0));
+        assert_eq!(
+            r[1].name,
+            "StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1"
+        );
+    }
+}

@@ -1,0 +1,136 @@
+//! Linux's `/proc` files: memory, mappings, CPU times, the load average.
+//!
+//! CPU times in `/proc/stat` and `/proc/PID/stat` are in clock ticks of
+//! `sysconf(_SC_CLK_TCK)` (USER_HZ), read once here rather than assumed.
+
+use std::fs;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+/// A `kB` field (such as `VmRSS` or `VmPTE`) of `/proc/self/status`, in KiB.
+pub fn status_kib(field: &str) -> Option<u64> {
+    parse_status_kib(&fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// Finds `field:   <number> kB` in the text of a `/proc/<pid>/status` file.
+pub fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
+}
+
+/// Resident set size of this process in bytes (`/proc/self/statm`), 0 if unreadable.
+pub fn rss_bytes() -> u64 {
+    let statm = fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    pages * page
+}
+
+/// Memory mappings of this process (the lines of `/proc/self/maps`), and the limit
+/// (`vm.max_map_count`).
+pub fn map_counts() -> Option<(usize, usize)> {
+    let now = fs::read("/proc/self/maps").ok()?;
+    let now = now.iter().filter(|&&b| b == b'\n').count();
+    Some((now, number("/proc/sys/vm/max_map_count")?))
+}
+
+/// The first field of a /proc file, as a number.
+pub fn number(path: &str) -> Option<usize> {
+    fs::read_to_string(path)
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// The length of a clock tick of `/proc`'s CPU times (1 / `sysconf(_SC_CLK_TCK)`).
+fn tick() -> Duration {
+    static TICK: OnceLock<Duration> = OnceLock::new();
+    *TICK.get_or_init(|| {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        Duration::from_secs(1) / u32::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
+    })
+}
+
+/// CPU time the whole machine spent busy, all CPUs together: user, nice, system, irq
+/// and softirq of the `cpu` line of `/proc/stat`.
+pub fn machine_busy() -> Option<Duration> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    Some(tick() * u32::try_from(parse_stat_busy(&stat)?).ok()?)
+}
+
+/// The busy ticks of the aggregate `cpu` line (guest time is already inside user).
+pub fn parse_stat_busy(stat: &str) -> Option<u64> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|v| v.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal ...
+    (f.len() >= 7).then(|| f[0] + f[1] + f[2] + f[5] + f[6])
+}
+
+/// The user and system CPU time of process `pid` so far (`/proc/PID/stat`).
+pub fn process_cpu(pid: u32) -> Option<(Duration, Duration)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (u, s) = parse_pid_stat_cpu(&stat)?;
+    Some((
+        tick() * u32::try_from(u).ok()?,
+        tick() * u32::try_from(s).ok()?,
+    ))
+}
+
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command
+/// name (field 2) may contain spaces and parentheses, so fields are counted from the
+/// last `)`.
+pub fn parse_pid_stat_cpu(stat: &str) -> Option<(u64, u64)> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace().skip(11); // field 3 is the first after ')'
+    Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
+}
+
+/// The three load averages of /proc/loadavg.
+pub fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg").map_or_else(
+        |e| format!("(unreadable: {e})"),
+        |s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_files() {
+        let status = "Name:\tx\nVmRSS:\t    2048 kB\nVmPTE:\t  12 kB\n";
+        assert_eq!(parse_status_kib(status, "VmRSS"), Some(2048));
+        assert_eq!(parse_status_kib(status, "Vm"), None);
+        let stat = "cpu  100 2 30 400 5 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
+        assert_eq!(parse_stat_busy(stat), Some(100 + 2 + 30 + 6 + 7));
+        let pid = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0";
+        assert_eq!(parse_pid_stat_cpu(pid), Some((250, 75)));
+        assert_eq!(parse_pid_stat_cpu("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn reads_this_process() {
+        assert!(rss_bytes() > 0);
+        assert!(status_kib("VmRSS").unwrap() > 0);
+        assert!(map_counts().unwrap().0 > 0);
+        let (u, s) = process_cpu(std::process::id()).unwrap();
+        assert!(u + s < Duration::from_secs(3600));
+        assert!(machine_busy().unwrap() > Duration::ZERO);
+        assert!(tick() <= Duration::from_millis(10));
+    }
+}

@@ -1,0 +1,424 @@
+//! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load
+//! generator that measures every contender's server: requests/s, latency, fairness.
+//!
+//! ```text
+//! cargo run --release -p goro-bench --bin compare -- load --addr HOST:PORT
+//!     [--conns C] [--size BYTES] [--secs S] [--warmup S] [--json]
+//! ```
+//!
+//! It opens `C` connections (default 1) one after the other, then starts them together:
+//! each one sends a `size`-byte message (default 64), reads exactly `size` bytes back,
+//! checks that they are the bytes it sent (every message carries its sequence number),
+//! records the round trip and sends the next, for `--warmup` seconds (default 1, not
+//! counted) and then `--secs` seconds (default 10; fractions allowed). Only round trips
+//! that start after the warm-up and end before the deadline count; the one in flight at
+//! the deadline is dropped. It prints one line: requests/s (counted round trips /
+//! `secs`), the p50, p99 and max round-trip latency, and the fairness between the
+//! connections: mean, busiest and minimum number of round trips per connection, and
+//! busiest / mean. With `--json` a second line follows:
+//!
+//! ```text
+//! {"conns":C,"size":B,"secs":S,"rps":..,"p50_us":..,"p99_us":..,"max_us":..,"busiest_over_mean":..,"min_per_conn":..}
+//! ```
+//!
+//! Every connection is a goro coroutine (`GORO_MAXPROCS` sets the generator's Ps).
+//! Plain threads were an option once; on a 2-core machine the kernel lets a few of
+//! them run many round trips back to back while the others wait for a CPU, figures
+//! that describe the kernel's scheduler rather than the server. Every server in the
+//! `echo` suite is measured by the same generator.
+//!
+//! Latencies are kept per connection as `Vec<u32>` of microseconds and merged and
+//! sorted at the end (nearest-rank percentiles).
+//!
+//! Every wait is bounded: a connect, a write or a read that makes no progress for 10 s
+//! is an error (printed, with the connection and its count of round trips), and the
+//! whole run gives up 15 s after its deadline. Errors exit with status 1. The soft
+//! `RLIMIT_NOFILE` is raised to the hard limit at start (500 connections need 500+
+//! descriptors here and as many in the server).
+//!
+//! The `echo` suite runs it in a child process (`compare load`), so that it shares no
+//! runtime with the server it measures.
+
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use goro::chan::{channel, RecvTimeoutError, Sender};
+use goro::net::{TcpListener, TcpStream};
+use serde::Serialize;
+
+/// A connect, write or read that makes no progress for this long is an error.
+pub const STALL: Duration = Duration::from_secs(10);
+/// How long after its deadline the whole run waits for its connections.
+const GRACE: Duration = Duration::from_secs(15);
+
+/// The command line of `compare load`.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Config {
+    /// The server.
+    #[arg(long, default_value = "127.0.0.1:7000")]
+    pub addr: String,
+    /// Connections.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub conns: u32,
+    /// Message size, bytes.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=1 << 24))]
+    pub size: u32,
+    /// Measured seconds.
+    #[arg(long, default_value_t = 10.0, value_parser = seconds)]
+    pub secs: f64,
+    /// Warm-up seconds (not counted).
+    #[arg(long, default_value_t = 1.0, value_parser = seconds)]
+    pub warmup: f64,
+    /// Also print the report as a JSON line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=86_400.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds in 0..=86400")),
+    }
+}
+
+/// What one run measured (its JSON line: the field names).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    pub conns: usize,
+    pub size: usize,
+    pub secs: f64,
+    /// Round trips counted (all connections).
+    pub requests: u64,
+    pub rps: f64,
+    pub p50_us: u32,
+    pub p99_us: u32,
+    pub max_us: u32,
+    /// Round trips per connection: mean, busiest, fewest.
+    pub mean_per_conn: f64,
+    pub busiest_per_conn: u64,
+    /// The busiest connection (its index in connect order).
+    pub busiest_conn: usize,
+    pub busiest_over_mean: f64,
+    pub min_per_conn: u64,
+}
+
+impl Report {
+    /// Merges the per-connection latencies (µs; one entry per counted round trip).
+    pub fn from_latencies(cfg: &Config, per_conn: Vec<Vec<u32>>) -> Result<Report, String> {
+        let counts: Vec<u64> = per_conn.iter().map(|l| l.len() as u64).collect();
+        let requests: u64 = counts.iter().sum();
+        if requests == 0 {
+            return Err(format!(
+                "no round trip completed in {} s after the warm-up",
+                cfg.secs
+            ));
+        }
+        let mut all: Vec<u32> = Vec::with_capacity(requests as usize);
+        for l in per_conn {
+            all.extend_from_slice(&l);
+        }
+        all.sort_unstable();
+        let mean = requests as f64 / counts.len() as f64;
+        let (busiest_conn, busiest) = counts
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|&(_, n)| n)
+            .unwrap_or((0, 0));
+        Ok(Report {
+            conns: counts.len(),
+            size: cfg.size as usize,
+            secs: cfg.secs,
+            requests,
+            rps: requests as f64 / cfg.secs,
+            p50_us: percentile(&all, 0.50),
+            p99_us: percentile(&all, 0.99),
+            max_us: *all.last().unwrap_or(&0),
+            mean_per_conn: mean,
+            busiest_per_conn: busiest,
+            busiest_conn,
+            busiest_over_mean: busiest as f64 / mean,
+            min_per_conn: counts.iter().copied().min().unwrap_or(0),
+        })
+    }
+
+    /// The human line.
+    pub fn human(&self, client: &str) -> String {
+        format!(
+            "compare load: {} conns x {} B for {} s ({client}): {:.0} req/s ({} round trips), \
+             latency p50 {} us, p99 {} us, max {} us; per connection: mean {:.1}, \
+             busiest {} (connection {}: {:.2}x mean), min {}",
+            self.conns,
+            self.size,
+            self.secs,
+            self.rps,
+            self.requests,
+            self.p50_us,
+            self.p99_us,
+            self.max_us,
+            self.mean_per_conn,
+            self.busiest_per_conn,
+            self.busiest_conn,
+            self.busiest_over_mean,
+            self.min_per_conn
+        )
+    }
+}
+
+/// Nearest-rank percentile of sorted, non-empty `v`.
+pub fn percentile(v: &[u32], p: f64) -> u32 {
+    let rank = (p * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit (capped at 2^20 if the hard limit
+/// is unlimited); returns the soft limit in force afterwards.
+pub fn raise_nofile_limit() -> io::Result<libc::rlim_t> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one `rlimit` into `lim`, a valid, exclusively borrowed
+    // local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let target: libc::rlim_t = if lim.rlim_max == libc::RLIM_INFINITY {
+        1 << 20
+    } else {
+        lim.rlim_max
+    };
+    if lim.rlim_cur < target {
+        let want = libc::rlimit {
+            rlim_cur: target,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: setrlimit only reads `want`, a valid local.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
+            lim.rlim_cur = target;
+        }
+    }
+    Ok(lim.rlim_cur)
+}
+
+/// One connection's outcome: its latencies, or what went wrong.
+type ConnResult = Result<Vec<u32>, String>;
+
+/// Runs the load; the report, or every error seen.
+pub fn run(cfg: &Config) -> Result<Report, String> {
+    let limit = raise_nofile_limit().map_err(|e| format!("getrlimit(RLIMIT_NOFILE): {e}"))?;
+    let conns = cfg.conns as usize;
+    if (conns as libc::rlim_t).saturating_add(32) > limit {
+        return Err(format!(
+            "{} connections need more file descriptors than RLIMIT_NOFILE allows ({limit})",
+            cfg.conns
+        ));
+    }
+    let addr: SocketAddr = cfg
+        .addr
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {}: {e}", cfg.addr))?
+        .next()
+        .ok_or_else(|| format!("{} resolves to no address", cfg.addr))?;
+
+    // Connect all first, one after the other (no burst on the server's backlog).
+    let mut streams = Vec::with_capacity(conns);
+    for i in 0..conns {
+        streams.push(connect(&addr).map_err(|e| format!("connection {i}: {e}"))?);
+    }
+
+    // Then start them together: every client waits on the gate, which opens when its
+    // sender is dropped, and then reads the common start time.
+    let (gate_tx, gate_rx) = channel::<()>(0);
+    let (res_tx, res_rx) = channel::<(usize, ConnResult)>(conns);
+    let start: Arc<OnceLock<Instant>> = Arc::default();
+    let warmup = Duration::from_secs_f64(cfg.warmup);
+    let secs = Duration::from_secs_f64(cfg.secs);
+    for (i, stream) in streams.into_iter().enumerate() {
+        let (gate_rx, res_tx, start) = (gate_rx.clone(), res_tx.clone(), start.clone());
+        let size = cfg.size as usize;
+        let body = move || {
+            let r = match gate_rx.recv_timeout(STALL + STALL) {
+                Err(RecvTimeoutError::Closed) => match start.get() {
+                    Some(&t0) => {
+                        let (warm_end, end) = (t0 + warmup, t0 + warmup + secs);
+                        client(&stream, size, warm_end, end)
+                    }
+                    None => Err("the gate opened without a start time".into()),
+                },
+                Ok(()) => Err("unexpected message on the start gate".into()),
+                Err(RecvTimeoutError::Timeout) => Err("the start gate never opened".into()),
+            };
+            drop(stream);
+            send_result(&res_tx, i, r);
+        };
+        drop(goro::go!(body));
+    }
+    drop(res_tx);
+    let t0 = Instant::now();
+    start.set(t0).expect("the start time is set once");
+    drop(gate_tx);
+
+    let deadline = t0 + warmup + secs + GRACE;
+    let mut per_conn: Vec<Option<Vec<u32>>> = vec![None; conns];
+    let mut errors = Vec::new();
+    for _ in 0..conns {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match res_rx.recv_timeout(left) {
+            Ok((i, Ok(lat))) => per_conn[i] = Some(lat),
+            Ok((i, Err(e))) => errors.push(format!("connection {i}: {e}")),
+            Err(RecvTimeoutError::Timeout) => {
+                let missing = per_conn.iter().filter(|l| l.is_none()).count() - errors.len();
+                errors.push(format!(
+                    "{missing} connections still not done {GRACE:?} after the deadline (hang?)"
+                ));
+                break;
+            }
+            Err(RecvTimeoutError::Closed) => {
+                errors.push("a client ended without reporting (panic?)".into());
+                break;
+            }
+        }
+    }
+    if !errors.is_empty() {
+        let n = errors.len();
+        if n > 20 {
+            errors.truncate(20);
+            errors.push(format!("... {} more", n - 20));
+        }
+        return Err(format!("{n} error(s):\n  {}", errors.join("\n  ")));
+    }
+    Report::from_latencies(
+        cfg,
+        per_conn
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect(),
+    )
+}
+
+/// Connects (bounded) and sets `TCP_NODELAY` and the stall bound as read and write
+/// timeouts.
+fn connect(addr: &SocketAddr) -> Result<TcpStream, String> {
+    let s = TcpStream::connect_timeout(addr, STALL)
+        .map_err(|e| format!("connect to {addr} failed: {e}"))?;
+    s.set_nodelay(true)
+        .and_then(|_| s.set_read_timeout(Some(STALL)))
+        .and_then(|_| s.set_write_timeout(Some(STALL)))
+        .map_err(|e| format!("socket options: {e}"))?;
+    Ok(s)
+}
+
+fn send_result(tx: &Sender<(usize, ConnResult)>, i: usize, r: ConnResult) {
+    // The channel has room for every connection's result: this never blocks. It fails
+    // only if the main thread gave up already, which has then reported why.
+    let _ = tx.send((i, r));
+}
+
+/// One connection's closed loop: send, read back, check, time; until `end`. Returns
+/// the latencies (µs) of the round trips between `warm_end` and `end`.
+fn client(stream: &TcpStream, size: usize, warm_end: Instant, end: Instant) -> ConnResult {
+    let mut out: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+    let mut back = vec![0u8; size];
+    let mut lat: Vec<u32> = Vec::with_capacity(4096);
+    let mut seq: u64 = 0;
+    let (mut w, mut r) = (stream, stream);
+    loop {
+        let t = Instant::now();
+        if t >= end {
+            return Ok(lat);
+        }
+        seq += 1;
+        let tag = seq.to_le_bytes();
+        let n = tag.len().min(size);
+        out[..n].copy_from_slice(&tag[..n]);
+        let what = |op: &str, e: io::Error| {
+            let e = match e.kind() {
+                ErrorKind::TimedOut | ErrorKind::WouldBlock => {
+                    format!("no progress for {STALL:?} (stalled)")
+                }
+                ErrorKind::UnexpectedEof => "the server closed the connection".to_string(),
+                _ => e.to_string(),
+            };
+            format!("{op} of round trip {seq}: {e}")
+        };
+        w.write_all(&out).map_err(|e| what("write", e))?;
+        r.read_exact(&mut back).map_err(|e| what("read", e))?;
+        let done = Instant::now();
+        if back != out {
+            let at = back.iter().zip(&out).position(|(a, b)| a != b).unwrap_or(0);
+            return Err(format!(
+                "round trip {seq}: wrong bytes echoed (first difference at byte {at}: \
+                 got {:#04x}, sent {:#04x})",
+                back[at], out[at]
+            ));
+        }
+        if t >= warm_end && done <= end {
+            let us = (done - t).as_micros();
+            lat.push(u32::try_from(us).unwrap_or(u32::MAX));
+        }
+    }
+}
+
+/// `compare load`: runs the load and prints the report; the exit status.
+pub fn main(cfg: &Config) -> i32 {
+    match run(cfg) {
+        Ok(rep) => {
+            println!(
+                "{}",
+                rep.human(&format!("goro clients, {} Ps", goro::maxprocs()))
+            );
+            if cfg.json {
+                println!(
+                    "{}",
+                    serde_json::to_string(&rep).expect("a report serialises")
+                );
+            }
+            0
+        }
+        Err(e) => {
+            eprintln!("compare load: {e}");
+            1
+        }
+    }
+}
+
+/// goro's echo server: binds `addr`, prints `LISTENING <addr>`, then one coroutine
+/// per connection (read, then write it all back, until EOF), until the process exits.
+pub fn serve(addr: SocketAddr) -> io::Result<()> {
+    let listener = TcpListener::bind(addr)?;
+    crate::contenders::listening(listener.local_addr()?)?;
+    let acceptor = goro::go!(move || loop {
+        match listener.accept() {
+            Ok((conn, _)) => drop(goro::go!(move || {
+                if conn.set_nodelay(true).is_ok() {
+                    echo(&conn);
+                }
+            })),
+            Err(e) => {
+                eprintln!("compare serve goro: accept: {e}");
+                goro::time::sleep(Duration::from_millis(10));
+            }
+        }
+    });
+    acceptor
+        .join()
+        .map_err(|_| io::Error::other("the acceptor panicked"))
+}
+
+/// Echoes one connection (goro's or std's socket): read, then write it all back, until
+/// EOF or an error.
+pub fn echo<S>(conn: &S)
+where
+    for<'a> &'a S: Read + Write,
+{
+    let mut buf = [0u8; 16 * 1024];
+    let (mut r, mut w) = (conn, conn);
+    while let Ok(n @ 1..) = r.read(&mut buf) {
+        if w.write_all(&buf[..n]).is_err() {
+            return;
+        }
+    }
+}

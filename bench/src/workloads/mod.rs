@@ -1,0 +1,476 @@
+//! The workloads: what every contender runs, with which parameters, measuring what.
+//!
+//! This is the contract between the harness and the contenders (goro, may, tokio,
+//! plain threads, Go; `bench/go/` is Go's side). Each [`Workload`] is one row of a
+//! table: a name, a unit, the suite it belongs to, the P counts it runs at, and the
+//! companion rows that the same run measures (say, the wake-up time and the RSS of a
+//! spawn-and-park run). The goro implementations are the submodules here, and the
+//! criterion benches and the examples call the same functions.
+//!
+//! A worker is one process running one workload once on one contender
+//! (`compare worker CONTENDER WORKLOAD`, or `goro-bench-go WORKLOAD`), with its
+//! parallelism in `GORO_MAXPROCS` and `GOMAXPROCS`: goro's Ps, tokio's and may's
+//! workers, Go's `GOMAXPROCS`. It prints one [`Measurement`] as its last stdout line.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+pub mod chan;
+pub mod echo;
+pub mod powser;
+pub mod proc;
+pub mod sync;
+pub mod timers;
+
+/// The groups of rows that `compare --suite` selects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Suite {
+    /// Channels: chain, sieve, powser, ping-pong, wake-ups.
+    Chan,
+    /// Semaphores and mutexes: Go's Sema*/Mutex* ports and the mutex comparison.
+    Sync,
+    /// Timers: sleep lateness, Go's timer latency benchmarks.
+    Time,
+    /// Tasks: spawn+join, yield, spawn-and-park (RSS per parked task).
+    Proc,
+    /// Echo servers at 1, 50 and 500 connections.
+    Echo,
+    /// Blocking calls: a ticker beside blockers, sysmon's cost.
+    Blocking,
+}
+
+/// One row of a table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    pub name: &'static str,
+    pub unit: &'static str,
+    /// Only throughput and wake-ups per second: bigger is better.
+    pub higher_is_better: bool,
+}
+
+/// A workload: its own row, and the companion rows the same run fills.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Workload {
+    /// Its own row (the name the command line and the workers use).
+    pub row: Row,
+    pub suite: Suite,
+    /// The P counts (GORO_MAXPROCS, GOMAXPROCS) it runs at, one row each.
+    pub procs: &'static [usize],
+    /// The rows the same run fills besides its own ([`Measurement::also`]).
+    pub also: &'static [Row],
+}
+
+impl Workload {
+    pub fn name(&self) -> &'static str {
+        self.row.name
+    }
+
+    /// The workload named `name`, or the one whose companion it is.
+    pub fn find(name: &str) -> Option<&'static Workload> {
+        ALL.iter()
+            .find(|w| w.name() == name || w.also.iter().any(|r| r.name == name))
+    }
+
+    /// Its own row, then the companions.
+    pub fn rows(&self) -> impl Iterator<Item = Row> + '_ {
+        std::iter::once(self.row).chain(self.also.iter().copied())
+    }
+}
+
+const fn row(name: &'static str, unit: &'static str) -> Row {
+    Row {
+        name,
+        unit,
+        higher_is_better: false,
+    }
+}
+
+const fn higher(name: &'static str, unit: &'static str) -> Row {
+    Row {
+        name,
+        unit,
+        higher_is_better: true,
+    }
+}
+
+const P2: &[usize] = &[2];
+const P12: &[usize] = &[1, 2];
+
+const fn w(suite: Suite, procs: &'static [usize], row: Row, also: &'static [Row]) -> Workload {
+    Workload {
+        row,
+        suite,
+        procs,
+        also,
+    }
+}
+
+use Suite::*;
+
+/// Every workload, in table order.
+pub static ALL: &[Workload] = &[
+    // Channels (the first four are the README's; the rest are Go's benchmarks).
+    w(Chan, P2, row("chain", "ns/hop"), &[]),
+    w(Chan, P2, row("chainbuf", "ns/hop"), &[]),
+    w(Chan, P2, row("sieve", "ms"), &[]),
+    w(Chan, P2, row("pingpong", "ns/round trip"), &[]),
+    w(Chan, P12, row("Powser", "ns/get"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/0us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/1us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/2us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/5us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/10us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/20us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/50us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSpinning/100us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/0us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/1us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/2us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/5us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/10us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/20us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/50us", "ns/op"), &[]),
+    w(Chan, P2, row("WakeupParallelSyscall/100us", "ns/op"), &[]),
+    w(
+        Chan,
+        P2,
+        row("WakeupLatency", "µs p50"),
+        &[
+            row("WakeupLatency/p90", "µs"),
+            row("WakeupLatency/p99", "µs"),
+            row("WakeupLatency/max", "µs"),
+            row("WakeupLatency/missed", "sends"),
+            row("WakeupLatency/on_sender_thread", "samples"),
+        ],
+    ),
+    // Sync: the comparison's mutex, then Go's Sema*/Mutex* ports.
+    w(Sync, P2, row("mutex2", "ns/op"), &[]),
+    w(Sync, P2, row("mutex8", "ns/op"), &[]),
+    w(Sync, P2, row("mutex64", "ns/op"), &[]),
+    w(Sync, P12, row("SemaUncontended", "ns/op"), &[]),
+    w(Sync, P12, row("SemaSyntNonblock", "ns/op"), &[]),
+    w(Sync, P12, row("SemaSyntBlock", "ns/op"), &[]),
+    w(Sync, P12, row("SemaWorkNonblock", "ns/op"), &[]),
+    w(Sync, P12, row("SemaWorkBlock", "ns/op"), &[]),
+    w(Sync, P12, row("MutexUncontended", "ns/op"), &[]),
+    w(Sync, P12, row("Mutex", "ns/op"), &[]),
+    w(Sync, P12, row("MutexSlack", "ns/op"), &[]),
+    w(Sync, P12, row("MutexWork", "ns/op"), &[]),
+    w(Sync, P12, row("MutexWorkSlack", "ns/op"), &[]),
+    w(Sync, P12, row("WorkOnly", "ns/op"), &[]),
+    // Timers.
+    w(Time, P2, row("sleep_lateness", "µs late"), &[]),
+    w(
+        Time,
+        P2,
+        row("SleepLatency/100us", "µs late p50"),
+        LATE_100US,
+    ),
+    w(Time, P2, row("SleepLatency/1ms", "µs late p50"), LATE_1MS),
+    w(Time, P2, row("ParallelTimerLatency", "µs avg"), PARALLEL),
+    w(Time, P2, row("StaggeredTickerLatency", "µs avg"), STAGGERED),
+    // Tasks.
+    w(Proc, P2, row("spawn_join", "ns/task"), &[]),
+    w(Proc, P2, row("yield", "ns/yield"), &[]),
+    w(Proc, P2, row("spawn_park_10k", "ns/spawn"), PARK_10K),
+    w(Proc, P2, row("spawn_park_100k", "ns/spawn"), PARK_100K),
+    w(Proc, P2, row("spawn_park_1m", "ns/spawn"), PARK_1M),
+    // Echo servers.
+    w(Echo, P2, higher("echo/1", "req/s"), ECHO_1),
+    w(Echo, P2, higher("echo/50", "req/s"), ECHO_50),
+    w(Echo, P2, higher("echo/500", "req/s"), ECHO_500),
+    // Blocking calls.
+    w(
+        Blocking,
+        P12,
+        row("ticker/none", "µs late p50"),
+        TICKER_NONE,
+    ),
+    w(
+        Blocking,
+        P12,
+        row("ticker/sleep", "µs late p50"),
+        TICKER_SLEEP,
+    ),
+    w(Blocking, P12, row("ticker/cpu", "µs late p50"), TICKER_CPU),
+    w(
+        Blocking,
+        P2,
+        row("sysmon/busy", "wake-ups/s"),
+        &[row("sysmon/busy/cpu", "% of a core")],
+    ),
+    w(
+        Blocking,
+        P2,
+        row("sysmon/idle", "wake-ups/s"),
+        &[row("sysmon/idle/cpu", "% of a core")],
+    ),
+];
+
+macro_rules! rows {
+    ($name:ident: $($r:expr),* $(,)?) => {
+        const $name: &[Row] = &[$($r),*];
+    };
+}
+
+rows!(LATE_100US: row("SleepLatency/100us/p99", "µs"), row("SleepLatency/100us/thread/p50", "µs"),
+      row("SleepLatency/100us/thread/p99", "µs"));
+rows!(LATE_1MS: row("SleepLatency/1ms/p99", "µs"), row("SleepLatency/1ms/thread/p50", "µs"),
+      row("SleepLatency/1ms/thread/p99", "µs"));
+rows!(PARALLEL: row("ParallelTimerLatency/max", "µs"), row("ParallelTimerLatency/p50", "µs"),
+      row("ParallelTimerLatency/p99", "µs"));
+rows!(STAGGERED: row("StaggeredTickerLatency/max", "µs"),
+      row("StaggeredTickerLatency/300us/2", "µs avg"), row("StaggeredTickerLatency/300us/3", "µs avg"),
+      row("StaggeredTickerLatency/300us/4", "µs avg"), row("StaggeredTickerLatency/300us/5", "µs avg"),
+      row("StaggeredTickerLatency/300us/6", "µs avg"), row("StaggeredTickerLatency/300us/7", "µs avg"),
+      row("StaggeredTickerLatency/300us/8", "µs avg"), row("StaggeredTickerLatency/300us/9", "µs avg"),
+      row("StaggeredTickerLatency/300us/10", "µs avg"), row("StaggeredTickerLatency/2ms/1", "µs avg"));
+rows!(PARK_10K: row("spawn_park_10k_wake", "ns/wake+exit"), row("spawn_park_10k_rss", "B/parked"),
+      row("spawn_park_10k_pte", "B/parked"));
+rows!(PARK_100K: row("spawn_park_100k_wake", "ns/wake+exit"), row("spawn_park_100k_rss", "B/parked"),
+      row("spawn_park_100k_pte", "B/parked"));
+rows!(PARK_1M: row("spawn_park_1m_wake", "ns/wake+exit"), row("spawn_park_1m_rss", "B/parked"),
+      row("spawn_park_1m_pte", "B/parked"));
+rows!(ECHO_1: row("echo/1/p99", "µs"), row("echo/1/fairness", "busiest/mean"),
+      row("echo/1/user", "µs/rt"), row("echo/1/sys", "µs/rt"), row("echo/1/machine", "µs/rt"));
+rows!(ECHO_50: row("echo/50/p99", "µs"), row("echo/50/fairness", "busiest/mean"),
+      row("echo/50/user", "µs/rt"), row("echo/50/sys", "µs/rt"), row("echo/50/machine", "µs/rt"));
+rows!(ECHO_500: row("echo/500/p99", "µs"), row("echo/500/fairness", "busiest/mean"),
+      row("echo/500/user", "µs/rt"), row("echo/500/sys", "µs/rt"), row("echo/500/machine", "µs/rt"));
+rows!(TICKER_NONE: row("ticker/none/p99", "µs"), row("ticker/none/max", "µs"));
+rows!(TICKER_SLEEP: row("ticker/sleep/p99", "µs"), row("ticker/sleep/max", "µs"));
+rows!(TICKER_CPU: row("ticker/cpu/p99", "µs"), row("ticker/cpu/max", "µs"));
+
+/// The rows of the full comparison (`compare --readme`): the README's table and the
+/// section of docs/benchmarks.md it comes from.
+pub const README_ROWS: &[&str] = &[
+    "chain",
+    "chainbuf",
+    "sieve",
+    "pingpong",
+    "spawn_join",
+    "yield",
+    "mutex2",
+    "mutex8",
+    "mutex64",
+    "sleep_lateness",
+    "spawn_park_10k",
+    "spawn_park_100k",
+    "spawn_park_1m",
+    "echo/50",
+];
+
+pub const CHAIN_HOPS: usize = 10_000;
+pub const CHAIN_TOKENS: usize = 100;
+pub const SIEVE_PRIMES: usize = 5_000;
+pub const SIEVE_LAST_PRIME: u64 = 48_611;
+pub const PINGPONG_ROUNDS: usize = 200_000;
+pub const SPAWN_TASKS: usize = 100_000;
+pub const YIELD_TASKS_PER_WORKER: usize = 2;
+pub const YIELD_COUNT: usize = 200_000;
+pub const MUTEX_OPS: usize = 400_000;
+pub const SLEEP_COUNT: usize = 300;
+/// Samples of `WakeupLatency`.
+pub const LATENCY_SAMPLES: usize = 1000;
+/// Echo messages, bytes.
+pub const ECHO_SIZE: usize = 64;
+
+/// Tasks in a mutex workload (`mutex2`: 2).
+pub fn mutex_tasks(name: &str) -> Option<usize> {
+    name.strip_prefix("mutex")?.parse().ok()
+}
+
+/// Tasks in a spawn-and-park workload (`spawn_park_10k`: 10 000).
+pub fn park_tasks(name: &str) -> Option<usize> {
+    match name.strip_prefix("spawn_park_")? {
+        "10k" => Some(10_000),
+        "100k" => Some(100_000),
+        "1m" => Some(1_000_000),
+        _ => None,
+    }
+}
+
+/// The figure a worker prints (the last line on its stdout, as JSON): a value in the
+/// workload's unit with its companions' figures, or why the contender cannot run it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The figure, in the workload's unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Why the contender cannot run the workload (then there is no value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
+    /// Where the contender's implementation departs from the contract's letter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The companion rows' figures, by row name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub also: BTreeMap<String, f64>,
+}
+
+impl Measurement {
+    pub fn value(v: f64) -> Measurement {
+        Measurement {
+            value: Some(v),
+            ..Measurement::default()
+        }
+    }
+
+    pub fn skip(why: impl Into<String>) -> Measurement {
+        Measurement {
+            skip: Some(why.into()),
+            ..Measurement::default()
+        }
+    }
+
+    /// Adds a companion figure.
+    pub fn with(mut self, row: &str, v: f64) -> Measurement {
+        self.also.insert(row.to_string(), v);
+        self
+    }
+}
+
+/// What a contender's implementation gives: the figure, or why it cannot run it.
+pub type Outcome = Result<Measurement, String>;
+
+/// Checks a token that went through a chain of `CHAIN_HOPS` links (one added per hop).
+pub fn check_token(sent: u64, out: u64) -> Result<(), String> {
+    let want = sent + CHAIN_HOPS as u64;
+    if out == want {
+        Ok(())
+    } else {
+        Err(format!(
+            "chain: token {sent} came out as {out}, expected {want}"
+        ))
+    }
+}
+
+/// Checks the sieve's last prime.
+pub fn check_last_prime(last: u64) -> Result<(), String> {
+    (last == SIEVE_LAST_PRIME).then_some(()).ok_or_else(|| {
+        format!("sieve: prime #{SIEVE_PRIMES} is {last}, expected {SIEVE_LAST_PRIME}")
+    })
+}
+
+/// Checks the sum of spawn_join's results (each task returns its index).
+pub fn check_sum(sum: u64) -> Result<(), String> {
+    let want = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
+    (sum == want)
+        .then_some(())
+        .ok_or_else(|| format!("spawn_join: the results sum to {sum}, expected {want}"))
+}
+
+/// The share of each of `tasks` tasks of a mutex workload's `MUTEX_OPS`, and the
+/// check of the final count.
+pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
+    MUTEX_OPS
+        .is_multiple_of(tasks)
+        .then_some(MUTEX_OPS / tasks)
+        .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))
+}
+
+/// Checks a mutex workload's final count.
+pub fn check_count(count: u64) -> Result<(), String> {
+    (count == MUTEX_OPS as u64)
+        .then_some(())
+        .ok_or_else(|| format!("mutex: the counter is {count}, expected {MUTEX_OPS}"))
+}
+
+/// `elapsed` in ns divided by `n`.
+pub fn per(elapsed: Duration, n: usize) -> f64 {
+    elapsed.as_nanos() as f64 / n as f64
+}
+
+/// The figures of a spawn-and-park run of `n` tasks: ns per spawn, with the wake+exit
+/// time and the RSS per parked task (from the RSS readings before the first spawn and
+/// with all parked) as companions.
+pub fn parked(name: &str, n: usize, spawn: Duration, wake: Duration, rss: [u64; 2]) -> Measurement {
+    Measurement::value(per(spawn, n))
+        .with(&format!("{name}_wake"), per(wake, n))
+        .with(
+            &format!("{name}_rss"),
+            rss[1].saturating_sub(rss[0]) as f64 / n as f64,
+        )
+}
+
+/// Busy-waits `d` on the clock (the load of `sleep_lateness`, Go's `spinFor`).
+pub fn spin(d: Duration) {
+    let end = std::time::Instant::now() + d;
+    while std::time::Instant::now() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Sizes N so that `run(N)` takes about `target` (probing from N = 1; the probes warm
+/// up), then times one run of N: the time per iteration in ns (Go's b.N, roughly).
+pub fn sized(target: Duration, mut run: impl FnMut(u64) -> Duration) -> f64 {
+    let floor = target / 10;
+    let mut n = 1u64;
+    loop {
+        let d = run(n);
+        if d >= floor {
+            let n = ((n as f64) * target.as_secs_f64() / d.as_secs_f64())
+                .ceil()
+                .max(1.0) as u64;
+            return run(n).as_nanos() as f64 / n as f64;
+        }
+        let grow = if d.is_zero() {
+            100.0
+        } else {
+            (floor.as_secs_f64() * 1.5 / d.as_secs_f64()).clamp(2.0, 100.0)
+        };
+        n = ((n as f64) * grow) as u64;
+    }
+}
+
+/// The time one sized run aims at: `GORO_BENCH_TARGET_MS` (the harness's
+/// `--target-ms`), default 200 ms.
+pub fn target() -> Duration {
+    Duration::from_millis(env_number("GORO_BENCH_TARGET_MS").unwrap_or(200))
+}
+
+/// A positive whole number from the environment.
+pub fn env_number(var: &str) -> Option<u64> {
+    std::env::var(var).ok()?.parse().ok().filter(|&n| n > 0)
+}
+
+/// The parallelism every contender uses: `GORO_MAXPROCS`, default 2.
+pub fn procs() -> usize {
+    env_number("GORO_MAXPROCS").map_or(2, |n| n as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_found() {
+        let mut names: Vec<&str> = ALL.iter().flat_map(|w| w.rows()).map(|r| r.name).collect();
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "a row name repeats");
+        for name in names {
+            assert!(Workload::find(name).is_some());
+        }
+        for r in README_ROWS {
+            assert!(Workload::find(r).is_some(), "{r}");
+        }
+    }
+
+    #[test]
+    fn measurement_lines_round_trip() {
+        let m = Measurement::value(1.5).with("x", 2.0);
+        let line = serde_json::to_string(&m).unwrap();
+        assert_eq!(line, r#"{"value":1.5,"also":{"x":2.0}}"#);
+        assert_eq!(serde_json::from_str::<Measurement>(&line).unwrap(), m);
+        let go = r#"{"also":{"a":1},"value":3}"#;
+        assert_eq!(
+            serde_json::from_str::<Measurement>(go).unwrap().also["a"],
+            1.0
+        );
+    }
+}

@@ -1,0 +1,707 @@
+//! Ports of Go's runtime-semaphore benchmarks (`Sema*`, Go 1.19
+//! `sync/runtime_sema_test.go`) and `sync.Mutex` benchmarks (`Mutex*`,
+//! `sync/mutex_test.go`): the workloads that `benches/sync.rs` (criterion) and
+//! the `sync` suite of `compare` (next to Go, `bench/go/sync.go`) both time.
+//!
+//! [`run`] is Go's `b.RunParallel`: `maxprocs()` workers (ten times as many for the
+//! `*Slack` benchmarks, Go's `b.SetParallelism(10)`) share `iters` iterations, which
+//! they take from a common budget in batches (Go's `testing.PB`). Coroutines for
+//! goro, plain threads for the `std` and `parking_lot` peers. The clock starts when
+//! every worker is running and waiting at a start gate, and stops when the last one
+//! is done, so spawning is not timed (Go times it; it is small next to its runs).
+//!
+//! Every `Mutex*` critical section adds one to a counter in the mutex, and every run
+//! checks the total afterwards: a lost update (two holders at once) panics. Go's
+//! benchmarks have empty critical sections; `bench/go/` does the same counting.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use goro::park::WaitReason;
+use goro_sync::{backoff, sema};
+
+/// Bound of one timed run (spawning to the last join); a run that takes longer
+/// panics (hang, lost wake-up).
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bound of the wait for every worker to reach the start gate.
+const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Length of the local work loop of the `*Work*` benchmarks (Go's 100).
+pub const WORK_ITERS: u32 = 100;
+/// Workers per P in the `*Slack` benchmarks (Go's `b.SetParallelism(10)`).
+pub const SLACK: usize = 10;
+
+/// The benchmarks, named as Go's without `Benchmark`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Bench {
+    /// Every worker releases then acquires its own (padded) semaphore: never waits.
+    SemaUncontended,
+    /// One shared semaphore; each op a release then an acquire. No work.
+    SemaSyntNonblock,
+    /// As `SemaSyntNonblock`, plus a taker that keeps `maxprocs() / 2` units, so
+    /// that some acquires must wait (none with one P).
+    SemaSyntBlock,
+    /// `SemaSyntNonblock` with the local work between release and acquire.
+    SemaWorkNonblock,
+    /// `SemaSyntBlock` with the local work between release and acquire.
+    SemaWorkBlock,
+    /// Every worker locks and unlocks its own (padded) mutex.
+    MutexUncontended,
+    /// One shared mutex, lock+unlock per op.
+    Mutex,
+    /// `Mutex` with ten workers per P.
+    MutexSlack,
+    /// `Mutex` with the local work after each unlock.
+    MutexWork,
+    /// `MutexWork` with ten workers per P.
+    MutexWorkSlack,
+    /// Not in Go's tree: the local work alone, per op (`bench/go/` has it too), to
+    /// compare what the two compilers make of it.
+    WorkOnly,
+}
+
+impl Bench {
+    /// Every benchmark, in report order.
+    pub const ALL: [Bench; 11] = [
+        Bench::SemaUncontended,
+        Bench::SemaSyntNonblock,
+        Bench::SemaSyntBlock,
+        Bench::SemaWorkNonblock,
+        Bench::SemaWorkBlock,
+        Bench::MutexUncontended,
+        Bench::Mutex,
+        Bench::MutexSlack,
+        Bench::MutexWork,
+        Bench::MutexWorkSlack,
+        Bench::WorkOnly,
+    ];
+
+    /// Go's name without `Benchmark`: the criterion group's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::SemaUncontended => "SemaUncontended",
+            Bench::SemaSyntNonblock => "SemaSyntNonblock",
+            Bench::SemaSyntBlock => "SemaSyntBlock",
+            Bench::SemaWorkNonblock => "SemaWorkNonblock",
+            Bench::SemaWorkBlock => "SemaWorkBlock",
+            Bench::MutexUncontended => "MutexUncontended",
+            Bench::Mutex => "Mutex",
+            Bench::MutexSlack => "MutexSlack",
+            Bench::MutexWork => "MutexWork",
+            Bench::MutexWorkSlack => "MutexWorkSlack",
+            Bench::WorkOnly => "WorkOnly",
+        }
+    }
+
+    /// The benchmark named `name` (as [`name`](Self::name) spells it).
+    pub fn from_name(name: &str) -> Option<Bench> {
+        Bench::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Who runs it: goro both ways for everything, the thread mutexes for the
+    /// `Mutex*` benchmarks, goro alone for the work floor.
+    pub fn contenders(self) -> &'static [Impl] {
+        match self {
+            Bench::MutexUncontended
+            | Bench::Mutex
+            | Bench::MutexSlack
+            | Bench::MutexWork
+            | Bench::MutexWorkSlack => &Impl::ALL,
+            Bench::WorkOnly => &[Impl::Goro],
+            _ => &[Impl::Goro, Impl::GoroNoBackoff],
+        }
+    }
+
+    fn work(self) -> bool {
+        matches!(
+            self,
+            Bench::SemaWorkNonblock
+                | Bench::SemaWorkBlock
+                | Bench::MutexWork
+                | Bench::MutexWorkSlack
+        )
+    }
+
+    fn block(self) -> bool {
+        matches!(self, Bench::SemaSyntBlock | Bench::SemaWorkBlock)
+    }
+
+    /// Workers per P.
+    fn parallelism(self) -> usize {
+        match self {
+            Bench::MutexSlack | Bench::MutexWorkSlack => SLACK,
+            _ => 1,
+        }
+    }
+}
+
+/// What runs a benchmark (the criterion function's name, the contender's in `compare`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Impl {
+    /// goro (`goro_sync::sema`, `goro::sync::Mutex`) on coroutines.
+    Goro,
+    /// The same with `backoff::set_randomized(false)` for the run.
+    GoroNoBackoff,
+    /// `std::sync::Mutex` on plain threads.
+    Std,
+    /// `parking_lot::Mutex` on plain threads.
+    ParkingLot,
+}
+
+impl Impl {
+    /// Every contender, in report order.
+    pub const ALL: [Impl; 4] = [Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot];
+
+    /// The criterion function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Impl::Goro => "goro",
+            Impl::GoroNoBackoff => "goro_no_backoff",
+            Impl::Std => "std",
+            Impl::ParkingLot => "parking_lot",
+        }
+    }
+
+    /// The contender named `name`.
+    pub fn from_name(name: &str) -> Option<Impl> {
+        Impl::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
+/// The local work of the `*Work*` benchmarks: Go's loop of `foo *= 2; foo /= 2`,
+/// [`WORK_ITERS`] times. `black_box` on every step keeps LLVM from folding the
+/// loop (without it, the loop becomes one sign extension); it adds a store and a
+/// load per step, which Go's code does not have, while Go's signed division by 2
+/// is a longer sequence than LLVM's: `WorkOnly` shows the net difference. (In Go's
+/// own benchmarks the result is dead and Go 1.19 deletes the loop's body, leaving
+/// an empty 100-step loop; `bench/go/` keeps the result so that both do the work.)
+#[inline]
+pub fn local_work(mut acc: i64) -> i64 {
+    for _ in 0..WORK_ITERS {
+        acc = black_box(acc.wrapping_mul(2));
+        acc /= 2;
+    }
+    acc
+}
+
+/// Runs `iters` iterations of `bench` with `contender` and returns the time they
+/// took, all workers together (time per op = the result / `iters`).
+///
+/// Call it from a plain thread (the thread peers' start gate sleeps).
+///
+/// # Panics
+///
+/// If `contender` does not run `bench`, if a run exceeds [`RUN_TIMEOUT`], if a
+/// worker panicked, or if a correctness check failed (a lost mutex update, a
+/// semaphore count off at the end).
+pub fn run(bench: Bench, contender: Impl, iters: u64) -> Duration {
+    assert!(
+        bench.contenders().contains(&contender),
+        "{} does not run {}",
+        contender.name(),
+        bench.name()
+    );
+    if iters == 0 {
+        return Duration::ZERO;
+    }
+    let workers = goro::maxprocs() * bench.parallelism();
+    match contender {
+        Impl::Goro | Impl::GoroNoBackoff => {
+            let _setting = BackoffSetting::set(contender == Impl::Goro);
+            crate::harness::run_bounded(RUN_TIMEOUT, bench.name(), move || {
+                on_coroutines(bench, workers, iters)
+            })
+        }
+        Impl::Std => mutex_bench::<std::sync::Mutex<u64>>(bench, Runner::Threads, workers, iters),
+        Impl::ParkingLot => {
+            mutex_bench::<parking_lot::Mutex<u64>>(bench, Runner::Threads, workers, iters)
+        }
+    }
+}
+
+/// Sets the back-off mode and restores the previous one when dropped (also on a
+/// panic).
+struct BackoffSetting(bool);
+
+impl BackoffSetting {
+    fn set(randomized: bool) -> BackoffSetting {
+        let old = backoff::randomized();
+        backoff::set_randomized(randomized);
+        BackoffSetting(old)
+    }
+}
+
+impl Drop for BackoffSetting {
+    fn drop(&mut self) {
+        backoff::set_randomized(self.0);
+    }
+}
+
+/// Go's `testing.PB`: a worker's view of the shared iteration budget.
+pub struct Pb<'a> {
+    gate: &'a Gate,
+    left: u64,
+}
+
+impl Pb<'_> {
+    /// Whether the worker should run one more iteration (Go's `pb.Next`).
+    #[inline]
+    pub fn next_op(&mut self) -> bool {
+        if self.left > 0 {
+            self.left -= 1;
+            return true;
+        }
+        let g = self.gate;
+        let first = g.next.fetch_add(g.grain, Ordering::Relaxed);
+        if first >= g.total {
+            return false;
+        }
+        self.left = g.grain.min(g.total - first) - 1;
+        true
+    }
+}
+
+/// The shared state of one parallel run: the iteration budget, the start gate and
+/// the clock.
+struct Gate {
+    total: u64,
+    /// Iterations a worker takes at a time. Go sizes batches to ~100 µs from the
+    /// previous run (at most 10,000); with no previous run, this is 1/100 of each
+    /// worker's share, at most 1,000 (tens of µs for the fastest ops here).
+    grain: u64,
+    next: AtomicU64,
+    workers: usize,
+    ready: AtomicUsize,
+    open: AtomicBool,
+    finished: AtomicUsize,
+    base: Instant,
+    start_ns: AtomicU64,
+    end_ns: AtomicU64,
+}
+
+impl Gate {
+    fn new(workers: usize, iters: u64) -> Arc<Gate> {
+        Arc::new(Gate {
+            total: iters,
+            grain: (iters / (100 * workers as u64)).clamp(1, 1000),
+            next: AtomicU64::new(0),
+            workers,
+            ready: AtomicUsize::new(0),
+            open: AtomicBool::new(false),
+            finished: AtomicUsize::new(0),
+            base: Instant::now(),
+            start_ns: AtomicU64::new(0),
+            end_ns: AtomicU64::new(0),
+        })
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    /// A worker: says it is ready, then waits for the gate to open, calling
+    /// `pause` between polls (a yield: workers may outnumber Ps or cores).
+    fn arrive_and_wait(&self, pause: fn()) {
+        self.ready.fetch_add(1, Ordering::AcqRel);
+        let t0 = Instant::now();
+        let mut polls = 0u32;
+        while !self.open.load(Ordering::Acquire) {
+            pause();
+            polls = polls.wrapping_add(1);
+            if polls & 255 == 0 && t0.elapsed() > START_TIMEOUT {
+                panic!("a worker waited {START_TIMEOUT:?} at the start gate");
+            }
+        }
+    }
+
+    /// The coordinator: starts the clock and lets the workers go.
+    fn open(&self) {
+        self.start_ns.store(self.now_ns(), Ordering::Relaxed);
+        self.open.store(true, Ordering::Release);
+    }
+
+    fn all_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire) == self.workers
+    }
+
+    /// A worker is done; the last one stops the clock (and gets `true`).
+    fn finish(&self) -> bool {
+        if self.finished.fetch_add(1, Ordering::AcqRel) + 1 == self.workers {
+            self.end_ns.store(self.now_ns(), Ordering::Release);
+            true
+        } else {
+            false
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        let start = self.start_ns.load(Ordering::Relaxed);
+        let end = self.end_ns.load(Ordering::Acquire);
+        assert!(end >= start, "the clock stopped before it started");
+        Duration::from_nanos(end - start)
+    }
+}
+
+/// How the workers of a run are run.
+#[derive(Clone, Copy)]
+pub(crate) enum Runner {
+    /// Coroutines, spawned from the coordinator, itself a coroutine.
+    Coroutines,
+    /// Plain threads, spawned from the coordinator, a plain thread.
+    Threads,
+}
+
+type Body = Arc<dyn Fn(&mut Pb<'_>) + Send + Sync>;
+
+/// Go's `b.RunParallel(body)`: runs `body` on `workers` workers behind the gate
+/// and returns the time from the gate's opening to the last worker's end.
+fn run_parallel(runner: Runner, workers: usize, iters: u64, body: Body) -> Duration {
+    let gate = Gate::new(workers, iters);
+    match runner {
+        Runner::Coroutines => {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let (gate, body) = (gate.clone(), body.clone());
+                    goro::go!(move || {
+                        gate.arrive_and_wait(goro::yield_now);
+                        body(&mut Pb {
+                            gate: &gate,
+                            left: 0,
+                        });
+                        gate.finish();
+                    })
+                })
+                .collect();
+            // The coordinator is a coroutine: it yields its P while it waits, and
+            // parks in the joins (the whole run is bounded by `run_bounded`).
+            let t0 = Instant::now();
+            while !gate.all_ready() {
+                goro::yield_now();
+                if t0.elapsed() > START_TIMEOUT {
+                    panic!("not all {workers} workers reached the start gate");
+                }
+            }
+            gate.open();
+            for h in handles {
+                if let Err(p) = h.join() {
+                    std::panic::resume_unwind(p);
+                }
+            }
+        }
+        Runner::Threads => {
+            let (done_tx, done_rx) = mpsc::channel();
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    let (gate, body, done_tx) = (gate.clone(), body.clone(), done_tx.clone());
+                    thread::spawn(move || {
+                        gate.arrive_and_wait(thread::yield_now);
+                        body(&mut Pb {
+                            gate: &gate,
+                            left: 0,
+                        });
+                        if gate.finish() {
+                            let _ = done_tx.send(());
+                        }
+                    })
+                })
+                .collect();
+            drop(done_tx);
+            if !crate::harness::wait_until(START_TIMEOUT, || gate.all_ready()) {
+                panic!("not all {workers} threads reached the start gate");
+            }
+            gate.open();
+            // Blocks without polling while the workers run.
+            match done_rx.recv_timeout(RUN_TIMEOUT) {
+                Ok(()) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    panic!("thread workers not done after {RUN_TIMEOUT:?}")
+                }
+                // Every sender is gone without the last one's send: a worker
+                // panicked; the joins below re-raise it.
+                Err(mpsc::RecvTimeoutError::Disconnected) => {}
+            }
+            for h in handles {
+                if let Err(p) = h.join() {
+                    std::panic::resume_unwind(p);
+                }
+            }
+        }
+    }
+    gate.elapsed()
+}
+
+/// A value on its own cache lines (Go pads with 128 bytes).
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// The coordinator of a goro run (a coroutine).
+fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
+    let run = |body: Body| run_parallel(Runner::Coroutines, workers, iters, body);
+    match bench {
+        // Go's BenchmarkSemaUncontended. Same, but each worker's semaphore lives
+        // on the heap in a 128-byte-aligned box (Go: 4 + 128 bytes from `new`).
+        Bench::SemaUncontended => {
+            let left = Arc::new(AtomicU64::new(0));
+            let left2 = left.clone();
+            let t = run(Arc::new(move |pb| {
+                let sem = Box::new(Padded(AtomicU32::new(0)));
+                while pb.next_op() {
+                    sema::release(&sem.0, false);
+                    sema::acquire(&sem.0, false, WaitReason::Sema);
+                }
+                left2.fetch_add(u64::from(sem.0.load(Ordering::Acquire)), Ordering::AcqRel);
+            }));
+            assert_eq!(left.load(Ordering::Acquire), 0, "units left over");
+            t
+        }
+        // Go's benchmarkSema (SemaSynt*/SemaWork*): a release, the work if any, an
+        // acquire; with `block`, the taker coroutine keeps maxprocs()/2 units (it
+        // is spawned before the workers, as in Go, and joined after the clock
+        // stopped). Each worker releases once more at the end.
+        Bench::SemaSyntNonblock
+        | Bench::SemaSyntBlock
+        | Bench::SemaWorkNonblock
+        | Bench::SemaWorkBlock => {
+            let sem = Arc::new(AtomicU32::new(0));
+            let keep = if bench.block() {
+                goro::maxprocs() / 2
+            } else {
+                0
+            };
+            let taker = (keep > 0).then(|| {
+                let sem = sem.clone();
+                goro::go!(move || {
+                    for _ in 0..keep {
+                        sema::acquire(&sem, false, WaitReason::Sema);
+                    }
+                })
+            });
+            let work = bench.work();
+            let sem2 = sem.clone();
+            let t = run(Arc::new(move |pb| {
+                let mut acc = 0i64;
+                while pb.next_op() {
+                    sema::release(&sem2, false);
+                    if work {
+                        acc = local_work(acc);
+                    }
+                    sema::acquire(&sem2, false, WaitReason::Sema);
+                }
+                black_box(acc);
+                sema::release(&sem2, false);
+            }));
+            if let Some(h) = taker {
+                if let Err(p) = h.join() {
+                    std::panic::resume_unwind(p);
+                }
+            }
+            let left = sem.load(Ordering::Acquire) as usize;
+            assert_eq!(left, workers - keep, "semaphore count off at the end");
+            t
+        }
+        // Not in Go's tree: the work alone.
+        Bench::WorkOnly => run(Arc::new(|pb| {
+            let mut acc = 0i64;
+            while pb.next_op() {
+                acc = local_work(acc);
+            }
+            black_box(acc);
+        })),
+        _ => mutex_bench::<goro::sync::Mutex<u64>>(bench, Runner::Coroutines, workers, iters),
+    }
+}
+
+/// A mutex around the counter its holders increment.
+pub(crate) trait CountingMutex: Send + Sync + 'static {
+    fn with_zero() -> Self;
+    /// Locks, adds one, unlocks.
+    fn increment(&self);
+    fn count(&self) -> u64;
+}
+
+/// `CountingMutex` for a mutex type `$m<u64>` whose guard is `$lock` away.
+macro_rules! counting_mutex {
+    ($m:ty, |$x:ident| $lock:expr) => {
+        impl CountingMutex for $m {
+            fn with_zero() -> Self {
+                <$m>::new(0)
+            }
+            #[inline]
+            fn increment(&self) {
+                let $x = self;
+                *$lock += 1;
+            }
+            fn count(&self) -> u64 {
+                let $x = self;
+                *$lock
+            }
+        }
+    };
+}
+
+counting_mutex!(goro::sync::Mutex<u64>, |m| m.lock());
+counting_mutex!(std::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
+counting_mutex!(parking_lot::Mutex<u64>, |m| m.lock());
+
+/// The `Mutex*` benchmarks with mutex type `M` on `runner`'s workers.
+fn mutex_bench<M: CountingMutex>(
+    bench: Bench,
+    runner: Runner,
+    workers: usize,
+    iters: u64,
+) -> Duration {
+    match bench {
+        // Go's BenchmarkMutexUncontended: each worker its own padded mutex (on its
+        // stack, as Go's does not escape), plus the counting.
+        Bench::MutexUncontended => {
+            let total = Arc::new(AtomicU64::new(0));
+            let total2 = total.clone();
+            let t = run_parallel(
+                runner,
+                workers,
+                iters,
+                Arc::new(move |pb| {
+                    let m = Padded(M::with_zero());
+                    while pb.next_op() {
+                        m.0.increment();
+                    }
+                    total2.fetch_add(m.0.count(), Ordering::AcqRel);
+                }),
+            );
+            let total = total.load(Ordering::Acquire);
+            assert_eq!(total, iters, "lost updates under the mutex");
+            t
+        }
+        // Go's benchmarkMutex (Mutex, MutexSlack, MutexWork, MutexWorkSlack): one
+        // shared mutex; lock+unlock, then the work if any. Slack: ten workers per
+        // P, all of them in the loop, as Go's SetParallelism(10).
+        Bench::Mutex | Bench::MutexSlack | Bench::MutexWork | Bench::MutexWorkSlack => {
+            let m = Arc::new(M::with_zero());
+            let m2 = m.clone();
+            let work = bench.work();
+            let t = run_parallel(
+                runner,
+                workers,
+                iters,
+                Arc::new(move |pb| {
+                    let mut acc = 0i64;
+                    while pb.next_op() {
+                        m2.increment();
+                        if work {
+                            acc = local_work(acc);
+                        }
+                    }
+                    black_box(acc);
+                }),
+            );
+            assert_eq!(m.count(), iters, "lost updates under the mutex");
+            t
+        }
+        _ => unreachable!("{} is not a Mutex benchmark", bench.name()),
+    }
+}
+
+/// goro's run of a `sync` suite workload (`contender` picks goro with or without the
+/// back-off, or std's and parking_lot's mutexes on threads), from a plain thread: ns
+/// per op, sized to [`target`](super::target) per run.
+pub fn measure(name: &str, contender: Impl) -> Option<super::Outcome> {
+    if let Some(tasks) = super::mutex_tasks(name) {
+        let ns = move || mutex_ops::<goro::sync::Mutex<u64>>(Runner::Coroutines, tasks);
+        let ns = (contender == Impl::Goro)
+            .then(|| crate::harness::run_bounded(RUN_TIMEOUT, "mutex", ns));
+        return ns.map(|ns| Ok(super::Measurement::value(ns)));
+    }
+    let bench = Bench::from_name(name)?;
+    if !bench.contenders().contains(&contender) {
+        return None;
+    }
+    let ns = super::sized(super::target(), |n| run(bench, contender, n));
+    Some(Ok(super::Measurement::value(ns)))
+}
+
+/// The comparison's mutex: `tasks` workers of `runner` (coroutines, from a coroutine,
+/// or threads) share [`MUTEX_OPS`](super::MUTEX_OPS) lock/increment/unlock rounds of
+/// an `M`, spawning and joining timed; the final count is checked. ns per operation.
+pub(crate) fn mutex_ops<M: CountingMutex>(runner: Runner, tasks: usize) -> f64 {
+    let ops = super::MUTEX_OPS;
+    let each = ops / tasks;
+    assert_eq!(each * tasks, ops, "MUTEX_OPS divides evenly");
+    let m = Arc::new(M::with_zero());
+    let t = Instant::now();
+    let body = {
+        let m = m.clone();
+        move || (0..each).for_each(|_| m.increment())
+    };
+    let handles: Vec<Box<dyn FnOnce()>> = (0..tasks)
+        .map(|_| {
+            let body = body.clone();
+            match runner {
+                Runner::Coroutines => {
+                    let h = goro::go!(body);
+                    Box::new(move || h.join().expect("a locker panicked")) as Box<dyn FnOnce()>
+                }
+                Runner::Threads => {
+                    let h = thread::spawn(body);
+                    Box::new(move || h.join().expect("a locker panicked"))
+                }
+            }
+        })
+        .collect();
+    handles.into_iter().for_each(|join| join());
+    let elapsed = t.elapsed();
+    assert_eq!(m.count(), ops as u64, "the final count");
+    super::per(elapsed, ops)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every benchmark with every contender, briefly: its checks (counts, no lost
+    /// update) hold, and nothing hangs.
+    #[test]
+    fn every_workload_runs_and_checks() {
+        for bench in Bench::ALL {
+            for &c in bench.contenders() {
+                for iters in [1, 7, 3000] {
+                    run(bench, c, iters);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn budget_hands_out_exactly_iters() {
+        let gate = Gate::new(3, 1234);
+        let mut pbs: Vec<Pb<'_>> = (0..3)
+            .map(|_| Pb {
+                gate: &gate,
+                left: 0,
+            })
+            .collect();
+        let mut n = 0u64;
+        let mut live = true;
+        while live {
+            live = false;
+            for pb in &mut pbs {
+                if pb.next_op() {
+                    n += 1;
+                    live = true;
+                }
+            }
+        }
+        assert_eq!(n, 1234);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for b in Bench::ALL {
+            assert_eq!(Bench::from_name(b.name()), Some(b));
+        }
+        for c in Impl::ALL {
+            assert_eq!(Impl::from_name(c.name()), Some(c));
+        }
+    }
+}
