@@ -158,11 +158,8 @@ fn serve(c: &dyn Contender, addr: SocketAddr) -> i32 {
     // A shell starts a background job with SIGINT ignored; `kill -INT` must stop it.
     // SAFETY: restoring a signal's default action has no preconditions.
     unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
-    // SAFETY: fstat writes one `stat` into `st`, a valid, exclusively borrowed local.
-    let piped = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        libc::fstat(0, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
-    };
+    let piped = nix::sys::stat::fstat(std::io::stdin())
+        .is_ok_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFIFO);
     if piped {
         std::thread::spawn(|| {
             let mut sink = [0u8; 512];

@@ -13,7 +13,7 @@
 //!   make a sender wait there: they use `may::sync::mpsc` as it is (and `Chain` and
 //!   `ChainBuf` are the same program). The sieve's generator would run away on an
 //!   unbounded channel, so `Sieve` uses a capacity-1 channel built here from
-//!   `may::sync::mpsc` and a `may::sync::Semphore` of one credit ([`bounded`]). The
+//!   `may::sync::mpsc` and a `may::sync::Semphore` of one credit (`bounded`). The
 //!   sieve is ~13 million such hand-offs, each parking and waking a coroutine on both
 //!   the channel and the semaphore: it takes about 20 s on a 2-core machine (tokio:
 //!   about 3 s), far past the ~2 s of the other workloads, but well inside

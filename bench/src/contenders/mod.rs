@@ -6,7 +6,7 @@
 //! Each implements [`Contender`]: [`run`](Contender::run) runs one workload once in a
 //! worker process and returns its [`Measurement`], [`serve`](Contender::serve) is its
 //! echo server. What is measured and checked is the contract of
-//! [`workloads`](crate::workloads); the harness starts the processes, and says once
+//! [`crate::workloads`]; the harness starts the processes, and says once
 //! (here, [`worker`]) why a contender without an implementation of a workload is
 //! skipped.
 

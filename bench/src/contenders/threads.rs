@@ -19,7 +19,7 @@
 //! default limit, 65 530, says no).
 //!
 //! `chain`, `chainbuf`, `sieve` and `pingpong` make hundreds of thousands to tens of
-//! millions of thread hand-offs (microseconds each): past a [`BUDGET`] of measured
+//! millions of thread hand-offs (microseconds each): past a `BUDGET` of measured
 //! time they stop and skip, the reason giving the rate reached and the time the whole
 //! run would take. The workload is never shrunk: a figure in the table is always the
 //! full workload.
@@ -31,6 +31,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 
 use super::Contender;
 use crate::harness::procfs;
@@ -153,20 +155,12 @@ fn thread_budget(n: usize) -> Result<(), String> {
             ));
         }
     }
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one `rlimit` into `lim`, a valid, exclusively borrowed
-    // local.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut lim) } == 0
-        && lim.rlim_cur != libc::RLIM_INFINITY
-        && (need as u64).saturating_add(tasks as u64) > lim.rlim_cur
-    {
-        refusals.push(format!(
-            "RLIMIT_NPROC is {} with up to {tasks} tasks counted against it",
-            lim.rlim_cur
-        ));
+    if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NPROC) {
+        if soft != RLIM_INFINITY && (need as u64).saturating_add(tasks as u64) > soft {
+            refusals.push(format!(
+                "RLIMIT_NPROC is {soft} with up to {tasks} tasks counted against it"
+            ));
+        }
     }
     if let Err(why) = map_budget(need, MAPS_PER_LIVE_THREAD) {
         refusals.push(why);

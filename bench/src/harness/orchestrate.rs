@@ -328,11 +328,11 @@ impl Server {
             }
             if !signalled && t.elapsed() > Duration::from_secs(1) {
                 signalled = true;
-                if let Ok(pid) = libc::pid_t::try_from(child.id()) {
-                    // SAFETY: kill(2) has no memory-safety preconditions; `pid` is our
-                    // child, not reaped yet (we hold its `Child`), so it names no other
-                    // process.
-                    unsafe { libc::kill(pid, libc::SIGINT) };
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    // `pid` is our child, not reaped yet (we hold its `Child`), so it
+                    // names no other process.
+                    let pid = nix::unistd::Pid::from_raw(pid);
+                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
                 }
             }
             thread::sleep(Duration::from_millis(5));

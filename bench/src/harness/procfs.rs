@@ -7,6 +7,8 @@ use std::fs;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use nix::unistd::{sysconf, SysconfVar};
+
 /// A `kB` field (such as `VmRSS` or `VmPTE`) of `/proc/self/status`, in KiB.
 pub fn status_kib(field: &str) -> Option<u64> {
     parse_status_kib(&fs::read_to_string("/proc/self/status").ok()?, field)
@@ -28,8 +30,11 @@ pub fn rss_bytes() -> u64 {
         .nth(1)
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    // SAFETY: sysconf has no preconditions.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    let page = sysconf(SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096)
+        .max(1) as u64;
     pages * page
 }
 
@@ -55,8 +60,7 @@ pub fn number(path: &str) -> Option<usize> {
 fn tick() -> Duration {
     static TICK: OnceLock<Duration> = OnceLock::new();
     *TICK.get_or_init(|| {
-        // SAFETY: sysconf has no preconditions.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        let hz = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
         Duration::from_secs(1) / u32::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
     })
 }

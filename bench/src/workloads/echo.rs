@@ -175,32 +175,14 @@ pub fn percentile(v: &[u32], p: f64) -> u32 {
 
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (capped at 2^20 if the hard limit
 /// is unlimited); returns the soft limit in force afterwards.
-pub fn raise_nofile_limit() -> io::Result<libc::rlim_t> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes one `rlimit` into `lim`, a valid, exclusively borrowed
-    // local.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    let target = if hard == RLIM_INFINITY { 1 << 20 } else { hard };
+    if soft < target && setrlimit(Resource::RLIMIT_NOFILE, target, hard).is_ok() {
+        return Ok(target);
     }
-    let target: libc::rlim_t = if lim.rlim_max == libc::RLIM_INFINITY {
-        1 << 20
-    } else {
-        lim.rlim_max
-    };
-    if lim.rlim_cur < target {
-        let want = libc::rlimit {
-            rlim_cur: target,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: setrlimit only reads `want`, a valid local.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &want) } == 0 {
-            lim.rlim_cur = target;
-        }
-    }
-    Ok(lim.rlim_cur)
+    Ok(soft)
 }
 
 /// One connection's outcome: its latencies, or what went wrong.
@@ -210,7 +192,7 @@ type ConnResult = Result<Vec<u32>, String>;
 pub fn run(cfg: &Config) -> Result<Report, String> {
     let limit = raise_nofile_limit().map_err(|e| format!("getrlimit(RLIMIT_NOFILE): {e}"))?;
     let conns = cfg.conns as usize;
-    if (conns as libc::rlim_t).saturating_add(32) > limit {
+    if (conns as u64).saturating_add(32) > limit {
         return Err(format!(
             "{} connections need more file descriptors than RLIMIT_NOFILE allows ({limit})",
             cfg.conns
