@@ -8,7 +8,7 @@
 //! ```
 //!
 //! The same server as `examples/echo_server.rs` (which uses `goro::net`), for the
-//! comparison in docs/benchmarks.md: one coroutine per connection, 16 KiB reads,
+//! comparison in docs/benchmark-journal.md: one coroutine per connection, 16 KiB reads,
 //! `TCP_NODELAY`. Ctrl-C (SIGINT) or SIGTERM stops it: it stops accepting (a connect
 //! to itself wakes the blocked `accept`), shuts every open connection down (their
 //! reads return 0) and exits 0 once their coroutines are done.

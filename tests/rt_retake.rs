@@ -38,7 +38,7 @@ const LATE_BLOCKED: Duration = Duration::from_millis(5);
 /// 12 ms), and then keeps computing on its own thread, so four of them and the ticker
 /// share the 2 vCPUs under the kernel's scheduler. Typical worst ticks are 12–21 ms;
 /// 27 and 30 ms were seen in CI runs (1 in ~20). Go itself reaches 34 ms in the same
-/// situation on this machine (docs/benchmarks.md, `blockfree`, the cpu row at 2 Ps).
+/// situation on this machine (docs/benchmark-journal.md, `blockfree`, the cpu row at 2 Ps).
 /// Without retake the ticker would wait out the 200 ms loops.
 const LATE_COMPUTING: Duration = Duration::from_millis(40);
 /// The watchdog of every test.

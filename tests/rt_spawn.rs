@@ -214,7 +214,7 @@ fn many_spawners_at_once() {
 /// keeps its P. Before, it ran on past the 12 ms retake bound, lost its P to a new
 /// thread and spawned the rest through the global queue, where sysmon's deadlock scan
 /// of all live coroutines ran against every spawn: 1 M spawns from a coroutine took
-/// 17-26 µs each instead of 4.7 (docs/benchmarks.md, issue 17).
+/// 17-26 µs each instead of 4.7 (docs/benchmark-journal.md, issue 17).
 #[test]
 fn a_long_spawning_loop_yields_and_keeps_its_p() {
     if common::alone(

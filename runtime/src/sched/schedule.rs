@@ -226,7 +226,7 @@ fn find_spinning(m: &'static M) -> Option<(GRef, bool)> {
     // callers wait on sockets and no M watches the poller: a spinning M does not poll,
     // so the work a network server waits for would sit in the kernel meanwhile, and
     // the spin is pure CPU (an echo server's user time per round trip halved without
-    // it, docs/benchmarks.md); the M goes to sleep in the poller instead, where the
+    // it, docs/benchmark-journal.md); the M goes to sleep in the poller instead, where the
     // sockets wake it. While a timer is due within the poller's early-wake margin,
     // keep at it too: sleeping would wake late (see netpoll.rs, "waking early").
     if m.spin.is_spinning() || rt.spinning.may_spin(rt.procs()) {

@@ -63,7 +63,7 @@ pub(crate) const PREEMPT_AFTER_NS: i64 = 10_000_000;
 /// (two sysmon rounds while it computes) lets a coroutine that makes a goro call every
 /// millisecond or so yield cooperatively, which costs no thread; it is short enough
 /// that a ticker beside a CPU loop is about as late as Go's beside a loop Go preempts
-/// with a signal (docs/benchmarks.md, "Blocking code without wrappers").
+/// with a signal (docs/benchmark-journal.md, "Blocking code without wrappers").
 pub(crate) const RETAKE_CPU_NS: i64 = PREEMPT_AFTER_NS + 2_000_000;
 /// While any coroutine runs, sysmon looks at least this often: a thread that blocks in
 /// the kernel without telling goro loses its P within about this long (plus a second
