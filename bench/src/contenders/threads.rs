@@ -222,35 +222,25 @@ fn map_hint() -> String {
 fn chain(cap: usize) -> Figure {
     thread_budget(common::CHAIN_HOPS)?;
     let (first, mut tail) = sync_channel::<u64>(cap);
-    let mut links = Vec::with_capacity(common::CHAIN_HOPS);
-    for i in 0..common::CHAIN_HOPS {
-        let (tx, next) = sync_channel(cap);
-        let input = std::mem::replace(&mut tail, next);
-        let spawned = thread::Builder::new().spawn(move || {
-            for v in input.iter() {
-                if tx.send(v + 1).is_err() {
-                    return;
+    // The head goes if a spawn fails: dropping it ends the links created so far.
+    let head = std::cell::RefCell::new(Some(first));
+    let links = spawn_all(
+        common::CHAIN_HOPS,
+        None,
+        |_| {
+            let (tx, next) = sync_channel(cap);
+            let input = std::mem::replace(&mut tail, next);
+            Box::new(move || {
+                for v in input.iter() {
+                    if tx.send(v + 1).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
-        match spawned {
-            Ok(h) => links.push(h),
-            Err(e) => {
-                // Closing the head makes every link return, one after the other.
-                let created = links.len();
-                drop(first);
-                for h in links {
-                    let _ = h.join();
-                }
-                return Err(format!(
-                    "the OS refused thread {} of {} ({e}); the {created} created before \
-                     were released and joined",
-                    i + 1,
-                    common::CHAIN_HOPS
-                ));
-            }
-        }
-    }
+            })
+        },
+        || drop(head.borrow_mut().take()),
+    )?;
+    let first = head.into_inner().expect("no spawn failed");
     let t = Instant::now();
     let mut over = None;
     for k in 1..=common::CHAIN_TOKENS {
