@@ -34,13 +34,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 
-use super::Contender;
+use super::{Contender, Figure};
 use crate::harness::procfs;
 use crate::workloads::sync::{mutex_ops, Impl, Runner};
 use crate::workloads::{self as common, per, Measurement, Workload};
-
-/// A figure, or why there is none.
-type Figure = Result<f64, String>;
 
 /// Thread stacks in `spawn_park` (the contract's figure).
 const RSS_STACK: usize = 64 << 10;
