@@ -180,62 +180,36 @@ workloads! {
     Blocking P2 row("sysmon/idle", "wake-ups/s") &[row("sysmon/idle/cpu", "% of a core")];
 }
 
-macro_rules! rows {
-    ($name:ident: $($r:expr),* $(,)?) => {
-        const $name: &[Row] = &[$($r),*];
+/// A workload's companion rows, each named `prefix` + its suffix.
+macro_rules! companions {
+    ($name:ident $prefix:literal: $($suffix:literal $unit:literal),* $(,)?) => {
+        const $name: &[Row] = &[$(row(concat!($prefix, $suffix), $unit)),*];
     };
 }
 
-/// The companions of a spawn-and-park row `spawn_park_<n>`.
-macro_rules! park_rows {
-    ($name:ident $n:literal) => {
-        rows!($name: row(concat!("spawn_park_", $n, "_wake"), "ns/wake+exit"),
-              row(concat!("spawn_park_", $n, "_rss"), "B/parked"),
-              row(concat!("spawn_park_", $n, "_pte"), "B/parked"));
-    };
-}
-
-/// The companions of an echo row `echo/<n>`.
-macro_rules! echo_rows {
-    ($name:ident $n:literal) => {
-        rows!($name: row(concat!("echo/", $n, "/p99"), "µs"),
-              row(concat!("echo/", $n, "/fairness"), "busiest/mean"),
-              row(concat!("echo/", $n, "/user"), "µs/rt"), row(concat!("echo/", $n, "/sys"), "µs/rt"),
-              row(concat!("echo/", $n, "/machine"), "µs/rt"));
-    };
-}
-
-/// The companions of a ticker row `ticker/<blocker>`.
-macro_rules! ticker_rows {
-    ($name:ident $n:literal) => {
-        rows!($name: row(concat!("ticker/", $n, "/p99"), "µs"), row(concat!("ticker/", $n, "/max"), "µs"));
-    };
-}
-
-rows!(WAKEUP: row("WakeupLatency/p90", "µs"), row("WakeupLatency/p99", "µs"),
-      row("WakeupLatency/max", "µs"), row("WakeupLatency/missed", "sends"),
-      row("WakeupLatency/on_sender_thread", "samples"));
-rows!(LATE_100US: row("SleepLatency/100us/p99", "µs"), row("SleepLatency/100us/thread/p50", "µs"),
-      row("SleepLatency/100us/thread/p99", "µs"));
-rows!(LATE_1MS: row("SleepLatency/1ms/p99", "µs"), row("SleepLatency/1ms/thread/p50", "µs"),
-      row("SleepLatency/1ms/thread/p99", "µs"));
-rows!(PARALLEL: row("ParallelTimerLatency/max", "µs"), row("ParallelTimerLatency/p50", "µs"),
-      row("ParallelTimerLatency/p99", "µs"));
-rows!(STAGGERED: row("StaggeredTickerLatency/max", "µs"),
-      row("StaggeredTickerLatency/300us/2", "µs avg"), row("StaggeredTickerLatency/300us/3", "µs avg"),
-      row("StaggeredTickerLatency/300us/4", "µs avg"), row("StaggeredTickerLatency/300us/5", "µs avg"),
-      row("StaggeredTickerLatency/300us/6", "µs avg"), row("StaggeredTickerLatency/300us/7", "µs avg"),
-      row("StaggeredTickerLatency/300us/8", "µs avg"), row("StaggeredTickerLatency/300us/9", "µs avg"),
-      row("StaggeredTickerLatency/300us/10", "µs avg"), row("StaggeredTickerLatency/2ms/1", "µs avg"));
-park_rows!(PARK_10K "10k");
-park_rows!(PARK_100K "100k");
-park_rows!(PARK_1M "1m");
-echo_rows!(ECHO_1 "1");
-echo_rows!(ECHO_50 "50");
-echo_rows!(ECHO_500 "500");
-ticker_rows!(TICKER_NONE "none");
-ticker_rows!(TICKER_SLEEP "sleep");
-ticker_rows!(TICKER_CPU "cpu");
+companions!(WAKEUP "WakeupLatency/": "p90" "µs", "p99" "µs", "max" "µs", "missed" "sends",
+            "on_sender_thread" "samples");
+companions!(LATE_100US "SleepLatency/100us/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
+companions!(LATE_1MS "SleepLatency/1ms/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
+companions!(PARALLEL "ParallelTimerLatency/": "max" "µs", "p50" "µs", "p99" "µs");
+companions!(STAGGERED "StaggeredTickerLatency/": "max" "µs", "300us/2" "µs avg",
+            "300us/3" "µs avg", "300us/4" "µs avg", "300us/5" "µs avg", "300us/6" "µs avg",
+            "300us/7" "µs avg", "300us/8" "µs avg", "300us/9" "µs avg", "300us/10" "µs avg",
+            "2ms/1" "µs avg");
+companions!(PARK_10K "spawn_park_10k_": "wake" "ns/wake+exit", "rss" "B/parked", "pte" "B/parked");
+companions!(PARK_100K "spawn_park_100k_": "wake" "ns/wake+exit", "rss" "B/parked",
+            "pte" "B/parked");
+companions!(PARK_1M "spawn_park_1m_": "wake" "ns/wake+exit", "rss" "B/parked",
+            "pte" "B/parked");
+companions!(ECHO_1 "echo/1/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt",
+            "machine" "µs/rt");
+companions!(ECHO_50 "echo/50/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
+            "sys" "µs/rt", "machine" "µs/rt");
+companions!(ECHO_500 "echo/500/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
+            "sys" "µs/rt", "machine" "µs/rt");
+companions!(TICKER_NONE "ticker/none/": "p99" "µs", "max" "µs");
+companions!(TICKER_SLEEP "ticker/sleep/": "p99" "µs", "max" "µs");
+companions!(TICKER_CPU "ticker/cpu/": "p99" "µs", "max" "µs");
 
 /// The rows of the full comparison (`compare --readme`): the README's table and the
 /// section of docs/benchmarks.md it comes from.
