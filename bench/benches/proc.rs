@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use criterion::Criterion;
 use goro::park::{self, Unparker, WaitReason};
-use goro_bench::harness::{in_coroutine, timed_on_coroutine};
+use goro_bench::harness::{bench_on_coroutine, in_coroutine};
 
 /// `SpawnJoin`: spawn a coroutine that returns its argument, then join it.
 ///
@@ -43,15 +43,11 @@ use goro_bench::harness::{in_coroutine, timed_on_coroutine};
 /// thread and the wake-up goes through the global run queue and a thread unpark.
 fn spawn_join(c: &mut Criterion) {
     let mut g = c.benchmark_group("SpawnJoin");
-    g.bench_function("from_coroutine", |b| {
-        b.iter_custom(|iters| {
-            timed_on_coroutine(iters, |n| {
-                for i in 0..n {
-                    let h = goro::go!(move || black_box(i));
-                    black_box(h.join().expect("spawned coroutine panicked"));
-                }
-            })
-        })
+    bench_on_coroutine(&mut g, "from_coroutine", |n| {
+        for i in 0..n {
+            let h = goro::go!(move || black_box(i));
+            black_box(h.join().expect("spawned coroutine panicked"));
+        }
     });
     g.bench_function("from_thread", |b| {
         b.iter_custom(|iters| {
@@ -79,14 +75,10 @@ fn spawn_join(c: &mut Criterion) {
 ///   in parallel, one per P, and the figure is a throughput, not a latency.
 fn gosched(c: &mut Criterion) {
     let mut g = c.benchmark_group("Gosched");
-    g.bench_function("alone", |b| {
-        b.iter_custom(|iters| {
-            timed_on_coroutine(iters, |n| {
-                for _ in 0..n {
-                    goro::yield_now();
-                }
-            })
-        })
+    bench_on_coroutine(&mut g, "alone", |n| {
+        for _ in 0..n {
+            goro::yield_now();
+        }
     });
     g.bench_function("pair", |b| {
         b.iter_custom(|iters| {
@@ -223,26 +215,22 @@ fn pong(baton: &Baton, rounds: u64) {
 ///   trip pays a thread park/unpark and a wake through the global run queue.
 fn park_ping_pong(c: &mut Criterion) {
     let mut g = c.benchmark_group("ParkPingPong");
-    g.bench_function("coroutines", |b| {
-        b.iter_custom(|iters| {
-            let baton = Arc::new(Baton::new());
-            let bb = baton.clone();
-            let pong_h = goro::go!(move || pong(&bb, iters));
-            let elapsed = in_coroutine(move || ping(&baton, iters));
-            pong_h.join().expect("pong coroutine panicked");
-            elapsed
-        })
-    });
-    g.bench_function("thread_to_coroutine", |b| {
-        b.iter_custom(|iters| {
-            let baton = Arc::new(Baton::new());
-            let bb = baton.clone();
-            let pong_h = goro::go!(move || pong(&bb, iters));
-            let elapsed = ping(&baton, iters);
-            pong_h.join().expect("pong coroutine panicked");
-            elapsed
-        })
-    });
+    for (name, ping_on_coroutine) in [("coroutines", true), ("thread_to_coroutine", false)] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let baton = Arc::new(Baton::new());
+                let bb = baton.clone();
+                let pong_h = goro::go!(move || pong(&bb, iters));
+                let elapsed = if ping_on_coroutine {
+                    in_coroutine(move || ping(&baton, iters))
+                } else {
+                    ping(&baton, iters)
+                };
+                pong_h.join().expect("pong coroutine panicked");
+                elapsed
+            })
+        });
+    }
     g.finish();
 }
 
@@ -373,36 +361,24 @@ fn hooked_calls(c: &mut Criterion) {
 /// - `getppid_plain`: the same system call without `blocking`, for the difference.
 fn syscall(c: &mut Criterion) {
     let mut g = c.benchmark_group("Syscall");
-    g.bench_function("noop", |b| {
-        b.iter_custom(|iters| {
-            timed_on_coroutine(iters, |n| {
-                for _ in 0..n {
-                    goro::blocking(|| std::hint::black_box(()));
-                }
-            })
-        })
+    bench_on_coroutine(&mut g, "noop", |n| {
+        for _ in 0..n {
+            goro::blocking(|| std::hint::black_box(()));
+        }
     });
     fn getppid() -> libc::pid_t {
         // SAFETY: getppid has no preconditions.
         unsafe { libc::getppid() }
     }
-    g.bench_function("getppid", |b| {
-        b.iter_custom(|iters| {
-            timed_on_coroutine(iters, |n| {
-                for _ in 0..n {
-                    std::hint::black_box(goro::blocking(getppid));
-                }
-            })
-        })
+    bench_on_coroutine(&mut g, "getppid", |n| {
+        for _ in 0..n {
+            std::hint::black_box(goro::blocking(getppid));
+        }
     });
-    g.bench_function("getppid_plain", |b| {
-        b.iter_custom(|iters| {
-            timed_on_coroutine(iters, |n| {
-                for _ in 0..n {
-                    std::hint::black_box(getppid());
-                }
-            })
-        })
+    bench_on_coroutine(&mut g, "getppid_plain", |n| {
+        for _ in 0..n {
+            std::hint::black_box(getppid());
+        }
     });
     g.finish();
 }

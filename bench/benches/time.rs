@@ -200,21 +200,12 @@ fn sleep_ops(n: u64) {
     }
 }
 
-fn after_func(c: &mut Criterion) {
-    // 10 samples: an operation is a 1000-timer chain (milliseconds).
+fn timer_benches(c: &mut Criterion) {
+    // 10 samples: an AfterFunc operation is a 1000-timer chain (milliseconds).
     bench_with_garbage(c, "AfterFunc", Some(("1000", 10)), after_func_1000_ops);
-}
-
-fn stop(c: &mut Criterion) {
     bench_with_garbage(c, "Stop", None, stop_ops);
-}
-
-fn reset(c: &mut Criterion) {
     bench_with_garbage(c, "Reset", None, reset_ops);
-}
-
-fn sleep_bench(c: &mut Criterion) {
     bench_with_garbage(c, "Sleep", None, sleep_ops);
 }
 
-goro_bench::bench_main!(after_func, stop, reset, sleep_bench);
+goro_bench::bench_main!(timer_benches);

@@ -34,7 +34,6 @@
 //! `SpawnJoin` (100 000 spawned before the first join) and `SpawnPark` (up to 1 000 000
 //! parked) are refused up front, with the numbers, when the limit cannot hold them.
 
-use std::any::Any;
 use std::io::{ErrorKind, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,21 +44,13 @@ use may::coroutine::{yield_now, JoinHandle};
 use may::net::{TcpListener, TcpStream};
 use may::sync::{mpsc, Mutex, Semphore};
 
-use super::Contender;
+use super::{Contender, Figure};
 use crate::harness::procfs;
 use crate::workloads::{self as common, Measurement, Workload};
-
-/// A figure, or why there is none.
-type Figure = Result<f64, String>;
 
 /// Sets may's worker count; must run before may's scheduler starts (its first use).
 fn configure() {
     may::config().set_workers(common::procs());
-}
-
-/// The text of a panic payload.
-fn panic_text(p: &(dyn Any + Send)) -> String {
-    goro::panic_message(p).to_string()
 }
 
 /// Spawns a coroutine with may's default stack, turning may's panic on a failed stack
@@ -86,15 +77,19 @@ where
         Ok(Err(e)) => Err(format!("may: cannot spawn a coroutine: {e}")),
         Err(p) => Err(format!(
             "may: spawning a coroutine panicked: {}",
-            panic_text(p.as_ref())
+            goro::panic_message(p.as_ref())
         )),
     }
 }
 
 /// Joins `h`, turning a panicked coroutine into an error.
 fn join<T>(h: JoinHandle<T>) -> Result<T, String> {
-    h.join()
-        .map_err(|p| format!("may: a coroutine panicked: {}", panic_text(p.as_ref())))
+    h.join().map_err(|p| {
+        format!(
+            "may: a coroutine panicked: {}",
+            goro::panic_message(p.as_ref())
+        )
+    })
 }
 
 /// Refuses a workload that keeps up to `live` coroutines alive at once when their

@@ -17,6 +17,9 @@ use std::process::Command;
 
 use crate::workloads::{self, sync::Impl, Measurement, Outcome, Suite, Workload};
 
+/// A contender's figure for a comparison workload, or why there is none.
+type Figure = Result<f64, String>;
+
 pub mod may;
 pub mod threads;
 pub mod tokio;

@@ -26,7 +26,7 @@
 
 use std::io;
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -34,13 +34,10 @@ use std::time::{Duration, Instant};
 
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 
-use super::Contender;
+use super::{Contender, Figure};
 use crate::harness::procfs;
 use crate::workloads::sync::{mutex_ops, Impl, Runner};
 use crate::workloads::{self as common, per, Measurement, Workload};
-
-/// A figure, or why there is none.
-type Figure = Result<f64, String>;
 
 /// Thread stacks in `spawn_park` (the contract's figure).
 const RSS_STACK: usize = 64 << 10;
@@ -81,8 +78,8 @@ impl Contender for Threads {
             "sieve" => sieve(),
             "pingpong" => ping_pong(),
             "spawn_join" => spawn_join(),
-            "yield" => yields(procs),
-            "sleep_lateness" => sleep_lateness(procs),
+            "yield" => Ok(common::proc::yields::<Threads>(procs)),
+            "sleep_lateness" => Ok(common::proc::sleep_lateness::<Threads>(procs)),
             _ => {
                 if let Some(m) = common::sync::measure(name, Impl::Std) {
                     return m;
@@ -222,35 +219,25 @@ fn map_hint() -> String {
 fn chain(cap: usize) -> Figure {
     thread_budget(common::CHAIN_HOPS)?;
     let (first, mut tail) = sync_channel::<u64>(cap);
-    let mut links = Vec::with_capacity(common::CHAIN_HOPS);
-    for i in 0..common::CHAIN_HOPS {
-        let (tx, next) = sync_channel(cap);
-        let input = std::mem::replace(&mut tail, next);
-        let spawned = thread::Builder::new().spawn(move || {
-            for v in input.iter() {
-                if tx.send(v + 1).is_err() {
-                    return;
+    // The head goes if a spawn fails: dropping it ends the links created so far.
+    let head = std::cell::RefCell::new(Some(first));
+    let links = spawn_all(
+        common::CHAIN_HOPS,
+        None,
+        |_| {
+            let (tx, next) = sync_channel(cap);
+            let input = std::mem::replace(&mut tail, next);
+            Box::new(move || {
+                for v in input.iter() {
+                    if tx.send(v + 1).is_err() {
+                        return;
+                    }
                 }
-            }
-        });
-        match spawned {
-            Ok(h) => links.push(h),
-            Err(e) => {
-                // Closing the head makes every link return, one after the other.
-                let created = links.len();
-                drop(first);
-                for h in links {
-                    let _ = h.join();
-                }
-                return Err(format!(
-                    "the OS refused thread {} of {} ({e}); the {created} created before \
-                     were released and joined",
-                    i + 1,
-                    common::CHAIN_HOPS
-                ));
-            }
-        }
-    }
+            })
+        },
+        || drop(head.borrow_mut().take()),
+    )?;
+    let first = head.into_inner().expect("no spawn failed");
     let t = Instant::now();
     let mut over = None;
     for k in 1..=common::CHAIN_TOKENS {
@@ -394,56 +381,20 @@ fn spawn_join() -> Figure {
     Ok(per(elapsed, n))
 }
 
-/// `YIELD_TASKS_PER_WORKER * procs` threads each `sched_yield` `YIELD_COUNT` times;
-/// ns per yield.
-fn yields(procs: usize) -> Figure {
-    let tasks = common::YIELD_TASKS_PER_WORKER * procs;
-    let t = Instant::now();
-    let handles: Vec<_> = (0..tasks)
-        .map(|_| {
-            thread::spawn(|| {
-                for _ in 0..common::YIELD_COUNT {
-                    thread::yield_now();
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().expect("a yielder does not panic");
+impl common::proc::Tasks for Threads {
+    type Handle<T> = JoinHandle<T>;
+    fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> JoinHandle<T> {
+        thread::spawn(f)
     }
-    Ok(per(t.elapsed(), tasks * common::YIELD_COUNT))
-}
-
-/// 1 ms sleeps (the main thread) under 2 spin-and-yield threads per "worker"
-/// (`procs`); mean µs late.
-fn sleep_lateness(procs: usize) -> Figure {
-    let stop = Arc::new(AtomicBool::new(false));
-    let load: Vec<_> = (0..2 * procs)
-        .map(|_| {
-            let stop = stop.clone();
-            thread::spawn(move || {
-                // Relaxed: a stop flag publishes no data; seeing it one loop late is
-                // harmless.
-                while !stop.load(Ordering::Relaxed) {
-                    common::spin(Duration::from_micros(50));
-                    thread::yield_now();
-                }
-            })
-        })
-        .collect();
-    let nap = Duration::from_millis(1);
-    let mut late_us = 0.0;
-    for _ in 0..common::SLEEP_COUNT {
-        let t = Instant::now();
-        thread::sleep(nap);
-        late_us += t.elapsed().as_secs_f64() * 1e6 - 1e3;
+    fn join<T>(h: JoinHandle<T>) -> T {
+        h.join().expect("a thread does not panic")
     }
-    // Relaxed: see the load loop.
-    stop.store(true, Ordering::Relaxed);
-    for h in load {
-        h.join().expect("a load thread does not panic");
+    fn yield_now() {
+        thread::yield_now() // sched_yield
     }
-    Ok(late_us / common::SLEEP_COUNT as f64)
+    fn sleep(d: Duration) {
+        thread::sleep(d)
+    }
 }
 
 /// Spawn-and-park: `n` threads with 64 KiB stacks, each blocked on its own

@@ -59,13 +59,21 @@ where
     })
 }
 
-/// The time `f(iters)` takes on a fresh coroutine (a criterion `iter_custom` body).
-pub fn timed_on_coroutine(iters: u64, f: fn(u64)) -> Duration {
-    in_coroutine(move || {
-        let start = Instant::now();
-        f(iters);
-        start.elapsed()
-    })
+/// Benchmarks `f` as `name` in `g`: each sample times `f(iters)` on a fresh coroutine.
+pub fn bench_on_coroutine(
+    g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    name: &str,
+    f: fn(u64),
+) {
+    g.bench_function(name, |b| {
+        b.iter_custom(|iters| {
+            in_coroutine(move || {
+                let start = Instant::now();
+                f(iters);
+                start.elapsed()
+            })
+        })
+    });
 }
 
 /// Polls `cond` until it returns true or `timeout` has passed; returns whether it did.

@@ -99,150 +99,117 @@ const fn higher(name: &'static str, unit: &'static str) -> Row {
 const P2: &[usize] = &[2];
 const P12: &[usize] = &[1, 2];
 
-const fn w(suite: Suite, procs: &'static [usize], row: Row, also: &'static [Row]) -> Workload {
-    Workload {
-        row,
-        suite,
-        procs,
-        also,
-    }
-}
-
 use Suite::*;
 
-/// Every workload, in table order.
-pub static ALL: &[Workload] = &[
-    // Channels (the first four are the README's; the rest are Go's benchmarks).
-    w(Chan, P2, row("chain", "ns/hop"), &[]),
-    w(Chan, P2, row("chainbuf", "ns/hop"), &[]),
-    w(Chan, P2, row("sieve", "ms"), &[]),
-    w(Chan, P2, row("pingpong", "ns/round trip"), &[]),
-    w(Chan, P12, row("Powser", "ns/get"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/0us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/1us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/2us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/5us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/10us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/20us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/50us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSpinning/100us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/0us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/1us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/2us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/5us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/10us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/20us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/50us", "ns/op"), &[]),
-    w(Chan, P2, row("WakeupParallelSyscall/100us", "ns/op"), &[]),
-    w(
-        Chan,
-        P2,
-        row("WakeupLatency", "µs p50"),
-        &[
-            row("WakeupLatency/p90", "µs"),
-            row("WakeupLatency/p99", "µs"),
-            row("WakeupLatency/max", "µs"),
-            row("WakeupLatency/missed", "sends"),
-            row("WakeupLatency/on_sender_thread", "samples"),
-        ],
-    ),
-    // Sync: the comparison's mutex, then Go's Sema*/Mutex* ports.
-    w(Sync, P2, row("mutex2", "ns/op"), &[]),
-    w(Sync, P2, row("mutex8", "ns/op"), &[]),
-    w(Sync, P2, row("mutex64", "ns/op"), &[]),
-    w(Sync, P12, row("SemaUncontended", "ns/op"), &[]),
-    w(Sync, P12, row("SemaSyntNonblock", "ns/op"), &[]),
-    w(Sync, P12, row("SemaSyntBlock", "ns/op"), &[]),
-    w(Sync, P12, row("SemaWorkNonblock", "ns/op"), &[]),
-    w(Sync, P12, row("SemaWorkBlock", "ns/op"), &[]),
-    w(Sync, P12, row("MutexUncontended", "ns/op"), &[]),
-    w(Sync, P12, row("Mutex", "ns/op"), &[]),
-    w(Sync, P12, row("MutexSlack", "ns/op"), &[]),
-    w(Sync, P12, row("MutexWork", "ns/op"), &[]),
-    w(Sync, P12, row("MutexWorkSlack", "ns/op"), &[]),
-    w(Sync, P12, row("WorkOnly", "ns/op"), &[]),
-    // Timers.
-    w(Time, P2, row("sleep_lateness", "µs late"), &[]),
-    w(
-        Time,
-        P2,
-        row("SleepLatency/100us", "µs late p50"),
-        LATE_100US,
-    ),
-    w(Time, P2, row("SleepLatency/1ms", "µs late p50"), LATE_1MS),
-    w(Time, P2, row("ParallelTimerLatency", "µs avg"), PARALLEL),
-    w(Time, P2, row("StaggeredTickerLatency", "µs avg"), STAGGERED),
-    // Tasks.
-    w(Proc, P2, row("spawn_join", "ns/task"), &[]),
-    w(Proc, P2, row("yield", "ns/yield"), &[]),
-    w(Proc, P2, row("spawn_park_10k", "ns/spawn"), PARK_10K),
-    w(Proc, P2, row("spawn_park_100k", "ns/spawn"), PARK_100K),
-    w(Proc, P2, row("spawn_park_1m", "ns/spawn"), PARK_1M),
-    // Echo servers.
-    w(Echo, P2, higher("echo/1", "req/s"), ECHO_1),
-    w(Echo, P2, higher("echo/50", "req/s"), ECHO_50),
-    w(Echo, P2, higher("echo/500", "req/s"), ECHO_500),
-    // Blocking calls.
-    w(
-        Blocking,
-        P12,
-        row("ticker/none", "µs late p50"),
-        TICKER_NONE,
-    ),
-    w(
-        Blocking,
-        P12,
-        row("ticker/sleep", "µs late p50"),
-        TICKER_SLEEP,
-    ),
-    w(Blocking, P12, row("ticker/cpu", "µs late p50"), TICKER_CPU),
-    w(
-        Blocking,
-        P2,
-        row("sysmon/busy", "wake-ups/s"),
-        &[row("sysmon/busy/cpu", "% of a core")],
-    ),
-    w(
-        Blocking,
-        P2,
-        row("sysmon/idle", "wake-ups/s"),
-        &[row("sysmon/idle/cpu", "% of a core")],
-    ),
-];
+/// `ALL` from one line per workload: `Suite Procs row|higher("name", "unit") [ALSO];`
+/// (the companion rows default to none).
+macro_rules! workloads {
+    ($($suite:ident $procs:ident $kind:ident($name:expr, $unit:expr) $($also:expr)?;)*) => {
+        /// Every workload, in table order.
+        pub static ALL: &[Workload] = &[$(Workload {
+            row: $kind($name, $unit),
+            suite: $suite,
+            procs: $procs,
+            also: workloads!(@also $($also)?),
+        }),*];
+    };
+    (@also) => { &[] };
+    (@also $also:expr) => { $also };
+}
 
-macro_rules! rows {
-    ($name:ident: $($r:expr),* $(,)?) => {
-        const $name: &[Row] = &[$($r),*];
+workloads! {
+    // Channels (the first four are the README's; the rest are Go's benchmarks).
+    Chan P2 row("chain", "ns/hop");
+    Chan P2 row("chainbuf", "ns/hop");
+    Chan P2 row("sieve", "ms");
+    Chan P2 row("pingpong", "ns/round trip");
+    Chan P12 row("Powser", "ns/get");
+    Chan P2 row("WakeupParallelSpinning/0us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/1us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/2us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/5us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/10us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/20us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/50us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/100us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/0us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/1us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/2us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/5us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/10us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/20us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/50us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/100us", "ns/op");
+    Chan P2 row("WakeupLatency", "µs p50") WAKEUP;
+    // Sync: the comparison's mutex, then Go's Sema*/Mutex* ports.
+    Sync P2 row("mutex2", "ns/op");
+    Sync P2 row("mutex8", "ns/op");
+    Sync P2 row("mutex64", "ns/op");
+    Sync P12 row("SemaUncontended", "ns/op");
+    Sync P12 row("SemaSyntNonblock", "ns/op");
+    Sync P12 row("SemaSyntBlock", "ns/op");
+    Sync P12 row("SemaWorkNonblock", "ns/op");
+    Sync P12 row("SemaWorkBlock", "ns/op");
+    Sync P12 row("MutexUncontended", "ns/op");
+    Sync P12 row("Mutex", "ns/op");
+    Sync P12 row("MutexSlack", "ns/op");
+    Sync P12 row("MutexWork", "ns/op");
+    Sync P12 row("MutexWorkSlack", "ns/op");
+    Sync P12 row("WorkOnly", "ns/op");
+    // Timers.
+    Time P2 row("sleep_lateness", "µs late");
+    Time P2 row("SleepLatency/100us", "µs late p50") LATE_100US;
+    Time P2 row("SleepLatency/1ms", "µs late p50") LATE_1MS;
+    Time P2 row("ParallelTimerLatency", "µs avg") PARALLEL;
+    Time P2 row("StaggeredTickerLatency", "µs avg") STAGGERED;
+    // Tasks.
+    Proc P2 row("spawn_join", "ns/task");
+    Proc P2 row("yield", "ns/yield");
+    Proc P2 row("spawn_park_10k", "ns/spawn") PARK_10K;
+    Proc P2 row("spawn_park_100k", "ns/spawn") PARK_100K;
+    Proc P2 row("spawn_park_1m", "ns/spawn") PARK_1M;
+    // Echo servers.
+    Echo P2 higher("echo/1", "req/s") ECHO_1;
+    Echo P2 higher("echo/50", "req/s") ECHO_50;
+    Echo P2 higher("echo/500", "req/s") ECHO_500;
+    // Blocking calls.
+    Blocking P12 row("ticker/none", "µs late p50") TICKER_NONE;
+    Blocking P12 row("ticker/sleep", "µs late p50") TICKER_SLEEP;
+    Blocking P12 row("ticker/cpu", "µs late p50") TICKER_CPU;
+    Blocking P2 row("sysmon/busy", "wake-ups/s") &[row("sysmon/busy/cpu", "% of a core")];
+    Blocking P2 row("sysmon/idle", "wake-ups/s") &[row("sysmon/idle/cpu", "% of a core")];
+}
+
+/// A workload's companion rows, each named `prefix` + its suffix.
+macro_rules! companions {
+    ($name:ident $prefix:literal: $($suffix:literal $unit:literal),* $(,)?) => {
+        const $name: &[Row] = &[$(row(concat!($prefix, $suffix), $unit)),*];
     };
 }
 
-rows!(LATE_100US: row("SleepLatency/100us/p99", "µs"), row("SleepLatency/100us/thread/p50", "µs"),
-      row("SleepLatency/100us/thread/p99", "µs"));
-rows!(LATE_1MS: row("SleepLatency/1ms/p99", "µs"), row("SleepLatency/1ms/thread/p50", "µs"),
-      row("SleepLatency/1ms/thread/p99", "µs"));
-rows!(PARALLEL: row("ParallelTimerLatency/max", "µs"), row("ParallelTimerLatency/p50", "µs"),
-      row("ParallelTimerLatency/p99", "µs"));
-rows!(STAGGERED: row("StaggeredTickerLatency/max", "µs"),
-      row("StaggeredTickerLatency/300us/2", "µs avg"), row("StaggeredTickerLatency/300us/3", "µs avg"),
-      row("StaggeredTickerLatency/300us/4", "µs avg"), row("StaggeredTickerLatency/300us/5", "µs avg"),
-      row("StaggeredTickerLatency/300us/6", "µs avg"), row("StaggeredTickerLatency/300us/7", "µs avg"),
-      row("StaggeredTickerLatency/300us/8", "µs avg"), row("StaggeredTickerLatency/300us/9", "µs avg"),
-      row("StaggeredTickerLatency/300us/10", "µs avg"), row("StaggeredTickerLatency/2ms/1", "µs avg"));
-rows!(PARK_10K: row("spawn_park_10k_wake", "ns/wake+exit"), row("spawn_park_10k_rss", "B/parked"),
-      row("spawn_park_10k_pte", "B/parked"));
-rows!(PARK_100K: row("spawn_park_100k_wake", "ns/wake+exit"), row("spawn_park_100k_rss", "B/parked"),
-      row("spawn_park_100k_pte", "B/parked"));
-rows!(PARK_1M: row("spawn_park_1m_wake", "ns/wake+exit"), row("spawn_park_1m_rss", "B/parked"),
-      row("spawn_park_1m_pte", "B/parked"));
-rows!(ECHO_1: row("echo/1/p99", "µs"), row("echo/1/fairness", "busiest/mean"),
-      row("echo/1/user", "µs/rt"), row("echo/1/sys", "µs/rt"), row("echo/1/machine", "µs/rt"));
-rows!(ECHO_50: row("echo/50/p99", "µs"), row("echo/50/fairness", "busiest/mean"),
-      row("echo/50/user", "µs/rt"), row("echo/50/sys", "µs/rt"), row("echo/50/machine", "µs/rt"));
-rows!(ECHO_500: row("echo/500/p99", "µs"), row("echo/500/fairness", "busiest/mean"),
-      row("echo/500/user", "µs/rt"), row("echo/500/sys", "µs/rt"), row("echo/500/machine", "µs/rt"));
-rows!(TICKER_NONE: row("ticker/none/p99", "µs"), row("ticker/none/max", "µs"));
-rows!(TICKER_SLEEP: row("ticker/sleep/p99", "µs"), row("ticker/sleep/max", "µs"));
-rows!(TICKER_CPU: row("ticker/cpu/p99", "µs"), row("ticker/cpu/max", "µs"));
+companions!(WAKEUP "WakeupLatency/": "p90" "µs", "p99" "µs", "max" "µs", "missed" "sends",
+            "on_sender_thread" "samples");
+companions!(LATE_100US "SleepLatency/100us/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
+companions!(LATE_1MS "SleepLatency/1ms/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
+companions!(PARALLEL "ParallelTimerLatency/": "max" "µs", "p50" "µs", "p99" "µs");
+companions!(STAGGERED "StaggeredTickerLatency/": "max" "µs", "300us/2" "µs avg",
+            "300us/3" "µs avg", "300us/4" "µs avg", "300us/5" "µs avg", "300us/6" "µs avg",
+            "300us/7" "µs avg", "300us/8" "µs avg", "300us/9" "µs avg", "300us/10" "µs avg",
+            "2ms/1" "µs avg");
+companions!(PARK_10K "spawn_park_10k_": "wake" "ns/wake+exit", "rss" "B/parked", "pte" "B/parked");
+companions!(PARK_100K "spawn_park_100k_": "wake" "ns/wake+exit", "rss" "B/parked",
+            "pte" "B/parked");
+companions!(PARK_1M "spawn_park_1m_": "wake" "ns/wake+exit", "rss" "B/parked",
+            "pte" "B/parked");
+companions!(ECHO_1 "echo/1/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt",
+            "machine" "µs/rt");
+companions!(ECHO_50 "echo/50/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
+            "sys" "µs/rt", "machine" "µs/rt");
+companions!(ECHO_500 "echo/500/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
+            "sys" "µs/rt", "machine" "µs/rt");
+companions!(TICKER_NONE "ticker/none/": "p99" "µs", "max" "µs");
+companions!(TICKER_SLEEP "ticker/sleep/": "p99" "µs", "max" "µs");
+companions!(TICKER_CPU "ticker/cpu/": "p99" "µs", "max" "µs");
 
 /// The rows of the full comparison (`compare --readme`): the README's table and the
 /// section of docs/benchmarks.md it comes from.

@@ -30,8 +30,10 @@ pub fn run(name: &str) -> Option<Outcome> {
     };
     Some(match name {
         "spawn_join" => on_coroutine(|_| Ok(spawn_join())),
-        "yield" => on_coroutine(|procs| Ok(yields(procs))),
-        "sleep_lateness" => on_coroutine(|procs| Ok(sleep_lateness(procs))),
+        "yield" => on_coroutine(|procs| Ok(Measurement::value(yields::<Coroutines>(procs)))),
+        "sleep_lateness" => {
+            on_coroutine(|procs| Ok(Measurement::value(sleep_lateness::<Coroutines>(procs))))
+        }
         "sysmon/busy" => Ok(sysmon_cost(true)),
         "sysmon/idle" => Ok(sysmon_cost(false)),
         _ => {
@@ -62,38 +64,69 @@ fn spawn_join() -> Measurement {
     Measurement::value(per(elapsed, n))
 }
 
-/// `YIELD_TASKS_PER_WORKER` coroutines per P each yield `YIELD_COUNT` times; ns per
-/// yield.
-fn yields(procs: usize) -> Measurement {
+/// The tasks of a runtime whose spawn does not fail: what [`yields`] and
+/// [`sleep_lateness`] need, so that goro's coroutines and plain threads
+/// (`contenders::threads`) run the same code.
+pub trait Tasks {
+    type Handle<T>;
+    fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Self::Handle<T>;
+    /// Joins `h`; a task's panic is a failed run.
+    fn join<T>(h: Self::Handle<T>) -> T;
+    fn yield_now();
+    fn sleep(d: Duration);
+}
+
+/// goro's coroutines.
+pub struct Coroutines;
+
+impl Tasks for Coroutines {
+    type Handle<T> = goro::JoinHandle<T>;
+    fn spawn<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Self::Handle<T> {
+        goro::go!(f)
+    }
+    fn join<T>(h: Self::Handle<T>) -> T {
+        h.join().expect("a task does not panic")
+    }
+    fn yield_now() {
+        goro::yield_now()
+    }
+    fn sleep(d: Duration) {
+        goro::time::sleep(d)
+    }
+}
+
+/// `YIELD_TASKS_PER_WORKER` tasks per P (per "worker" for threads) each yield
+/// `YIELD_COUNT` times; ns per yield.
+pub fn yields<R: Tasks>(procs: usize) -> f64 {
     let tasks = YIELD_TASKS_PER_WORKER * procs;
     let t = Instant::now();
     let handles: Vec<_> = (0..tasks)
         .map(|_| {
-            goro::go!(|| {
+            R::spawn(|| {
                 for _ in 0..YIELD_COUNT {
-                    goro::yield_now();
+                    R::yield_now();
                 }
             })
         })
         .collect();
     for h in handles {
-        h.join().expect("a yielder does not panic");
+        R::join(h);
     }
-    Measurement::value(per(t.elapsed(), tasks * YIELD_COUNT))
+    per(t.elapsed(), tasks * YIELD_COUNT)
 }
 
-/// 1 ms sleeps (this coroutine) under 2 spin-and-yield coroutines per P; mean µs late.
-fn sleep_lateness(procs: usize) -> Measurement {
+/// 1 ms sleeps (the calling task) under 2 spin-and-yield tasks per P; mean µs late.
+pub fn sleep_lateness<R: Tasks>(procs: usize) -> f64 {
     let stop = Arc::new(AtomicBool::new(false));
     let load: Vec<_> = (0..2 * procs)
         .map(|_| {
             let stop = stop.clone();
-            goro::go!(move || {
+            R::spawn(move || {
                 // Relaxed: a stop flag publishes no data; seeing it one loop late is
                 // harmless.
                 while !stop.load(Ordering::Relaxed) {
                     spin(Duration::from_micros(50));
-                    goro::yield_now();
+                    R::yield_now();
                 }
             })
         })
@@ -102,15 +135,15 @@ fn sleep_lateness(procs: usize) -> Measurement {
     let mut late_us = 0.0;
     for _ in 0..SLEEP_COUNT {
         let t = Instant::now();
-        goro::time::sleep(nap);
+        R::sleep(nap);
         late_us += t.elapsed().as_secs_f64() * 1e6 - 1e3;
     }
     // Relaxed: see the load loop.
     stop.store(true, Ordering::Relaxed);
     for h in load {
-        h.join().expect("a load coroutine does not panic");
+        R::join(h);
     }
-    Measurement::value(late_us / SLEEP_COUNT as f64)
+    late_us / SLEEP_COUNT as f64
 }
 
 /// Spawn-and-park: `n` coroutines each parked on its own rendezvous receive, then

@@ -33,9 +33,30 @@ pub const WORK_ITERS: u32 = 100;
 /// Workers per P in the `*Slack` benchmarks (Go's `b.SetParallelism(10)`).
 pub const SLACK: usize = 10;
 
-/// The benchmarks, named as Go's without `Benchmark`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Bench {
+/// `Bench`, its `ALL` (in report order) and its `name` from one list of variants.
+macro_rules! benches {
+    ($($(#[$doc:meta])* $b:ident,)*) => {
+        /// The benchmarks, named as Go's without `Benchmark`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Bench {
+            $($(#[$doc])* $b,)*
+        }
+
+        impl Bench {
+            /// Every benchmark, in report order.
+            pub const ALL: [Bench; [$(stringify!($b)),*].len()] = [$(Bench::$b),*];
+
+            /// Go's name without `Benchmark`: the criterion group's name.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Bench::$b => stringify!($b),)*
+                }
+            }
+        }
+    };
+}
+
+benches! {
     /// Every worker releases then acquires its own (padded) semaphore: never waits.
     SemaUncontended,
     /// One shared semaphore; each op a release then an acquire. No work.
@@ -63,38 +84,6 @@ pub enum Bench {
 }
 
 impl Bench {
-    /// Every benchmark, in report order.
-    pub const ALL: [Bench; 11] = [
-        Bench::SemaUncontended,
-        Bench::SemaSyntNonblock,
-        Bench::SemaSyntBlock,
-        Bench::SemaWorkNonblock,
-        Bench::SemaWorkBlock,
-        Bench::MutexUncontended,
-        Bench::Mutex,
-        Bench::MutexSlack,
-        Bench::MutexWork,
-        Bench::MutexWorkSlack,
-        Bench::WorkOnly,
-    ];
-
-    /// Go's name without `Benchmark`: the criterion group's name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Bench::SemaUncontended => "SemaUncontended",
-            Bench::SemaSyntNonblock => "SemaSyntNonblock",
-            Bench::SemaSyntBlock => "SemaSyntBlock",
-            Bench::SemaWorkNonblock => "SemaWorkNonblock",
-            Bench::SemaWorkBlock => "SemaWorkBlock",
-            Bench::MutexUncontended => "MutexUncontended",
-            Bench::Mutex => "Mutex",
-            Bench::MutexSlack => "MutexSlack",
-            Bench::MutexWork => "MutexWork",
-            Bench::MutexWorkSlack => "MutexWorkSlack",
-            Bench::WorkOnly => "WorkOnly",
-        }
-    }
-
     /// The benchmark named `name` (as [`name`](Self::name) spells it).
     pub fn from_name(name: &str) -> Option<Bench> {
         Bench::ALL.into_iter().find(|b| b.name() == name)
