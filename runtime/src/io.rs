@@ -16,7 +16,7 @@
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::net::poll::Dir;
 use crate::net::socket::{io_loop, set_nonblocking, Registered};
@@ -188,19 +188,9 @@ impl<T: AsFd> PollFd<T> {
         mut op: impl FnMut(&mut T) -> io::Result<R>,
     ) -> io::Result<R> {
         crate::preempt_point();
-        let deadline = self.deadline(dir);
+        let deadline = self.reg.deadline(dir);
         let Registered { pd, sock, .. } = &mut *self.reg;
         io_loop(pd, dir, deadline, || op(sock), |_| false)
-    }
-
-    /// The loop of `read_with` for an `op` that reaches the inner value itself.
-    fn io_ref<R>(&self, dir: Dir, op: impl FnMut() -> io::Result<R>) -> io::Result<R> {
-        crate::preempt_point();
-        io_loop(&self.reg.pd, dir, self.deadline(dir), op, |_| false)
-    }
-
-    fn deadline(&self, dir: Dir) -> Option<Instant> {
-        self.reg.timeouts.get(dir).map(|t| Instant::now() + t)
     }
 
     /// Each wait for readability (in `readable`, `read_with`, `read`) lasts at most
@@ -289,24 +279,24 @@ macro_rules! impl_rw {
         impl<T: AsFd> Read for $self {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
                 let fd = self.as_raw_fd();
-                self.io_ref(Dir::Read, || os_err(sys::read(fd, buf)))
+                self.reg.io(Dir::Read, |_| os_err(sys::read(fd, buf)))
             }
 
             fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
                 let fd = self.as_raw_fd();
-                self.io_ref(Dir::Read, || os_err(sys::readv(fd, bufs)))
+                self.reg.io(Dir::Read, |_| os_err(sys::readv(fd, bufs)))
             }
         }
 
         impl<T: AsFd> Write for $self {
             fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
                 let fd = self.as_raw_fd();
-                self.io_ref(Dir::Write, || os_err(sys::write(fd, buf)))
+                self.reg.io(Dir::Write, |_| os_err(sys::write(fd, buf)))
             }
 
             fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
                 let fd = self.as_raw_fd();
-                self.io_ref(Dir::Write, || os_err(sys::writev(fd, bufs)))
+                self.reg.io(Dir::Write, |_| os_err(sys::writev(fd, bufs)))
             }
 
             /// Nothing to flush: every write is a system call.

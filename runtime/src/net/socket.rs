@@ -303,8 +303,18 @@ impl<S: AsFd> Registered<S> {
         drained: impl Fn(&R) -> bool,
     ) -> io::Result<R> {
         crate::preempt_point();
-        let deadline = self.timeouts.get(dir).map(|t| Instant::now() + t);
-        io_loop(&self.pd, dir, deadline, || op(&self.sock), drained)
+        io_loop(
+            &self.pd,
+            dir,
+            self.deadline(dir),
+            || op(&self.sock),
+            drained,
+        )
+    }
+
+    /// When an operation in `dir` starting now gives up: its timeout from now.
+    pub(crate) fn deadline(&self, dir: Dir) -> Option<Instant> {
+        self.timeouts.get(dir).map(|t| Instant::now() + t)
     }
 
     pub(crate) fn close(&self) {
