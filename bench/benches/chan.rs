@@ -16,7 +16,7 @@
 //! - `WakeupParallelSpinning/<N>us`, `WakeupParallelSyscall/<N>us`: Go's
 //!   `runtime/proc_test.go` benchmarks, per iteration (skipped at 1 P, as in Go).
 //!
-//! The workloads are `goro_bench::workloads::{chan, powser}`; `compare --suite chan`
+//! The workloads are `goro_bench::workloads::{tasks, chan, powser}`; `compare --suite chan`
 //! prints them next to Go's (`bench/go/`). Each timed loop runs on a coroutine (the
 //! driver), bounded by a timeout that panics.
 
@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 use goro_bench::harness::run_bounded;
-use goro_bench::workloads::chan::{self, sieve, Chain, PingPong, Wait, DELAYS_US};
+use goro_bench::workloads::chan::{self, Wait, DELAYS_US};
+use goro_bench::workloads::tasks::{sieve, transfers, Chain, Coroutines, PingPong};
 use goro_bench::workloads::{powser, CHAIN_HOPS, SIEVE_LAST_PRIME, SIEVE_PRIMES};
 
 /// Bound of one sample's timed run.
@@ -34,25 +35,31 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// (golang.org/s/go15gomaxprocs; the Go 1.10 change 868c8b37 cites them). One op is
 /// one token from head to tail; the time reported is per hop (op / 10 000).
 ///
-/// Differences: the chain is built once per group (outside the timing) and the driver
-/// sends one token at a time and checks its value at the tail (head + 10 000).
+/// Differences: the chain is built once per group (outside the timing, every link
+/// started) and the driver sends one token at a time and checks its value at the tail
+/// (head + 10 000).
 fn chain_benches(c: &mut Criterion) {
     for (name, cap) in [("Chain", 0), ("ChainBuf", 1)] {
-        let ch = Chain::new(CHAIN_HOPS, cap);
-        let hops = ch.driver().hops() as f64;
+        let built = run_bounded(TIMEOUT, name, move || {
+            Chain::<Coroutines>::new(CHAIN_HOPS, cap)
+        });
+        let mut chain = Some(built.unwrap_or_else(|e| panic!("{e}")));
         let mut g = c.benchmark_group(name);
         g.bench_function("per_hop", |b| {
             b.iter_custom(|iters| {
-                let drv = ch.driver();
-                let d = run_bounded(TIMEOUT, name, move || {
+                let ch = chain.take().expect("the chain is back after every sample");
+                let (ch, d) = run_bounded(TIMEOUT, name, move || {
                     let start = Instant::now();
-                    drv.pass(iters).unwrap_or_else(|e| panic!("{e}"));
-                    start.elapsed()
+                    ch.pass(iters).unwrap_or_else(|e| panic!("{e}"));
+                    (ch, start.elapsed())
                 });
+                let hops = ch.hops() as f64;
+                chain = Some(ch);
                 d.div_f64(hops)
             })
         });
         g.finish();
+        let ch = chain.take().expect("the chain is back");
         run_bounded(TIMEOUT, "chain shutdown", move || ch.shutdown())
             .unwrap_or_else(|e| panic!("{e}"));
     }
@@ -76,18 +83,18 @@ fn per_unit(iters: u64, run: fn() -> (Duration, u64)) -> Duration {
 /// One op is a whole sieve (seconds), reported per channel transfer.
 ///
 /// Differences: Go's program prints primes forever; this one stops at 5 000 primes,
-/// and the tear-down (closing the generator and draining the filters) is not timed.
-/// The generator selects on a quit channel next to its send, as the Go port does.
+/// and the tear-down (the pipeline closes from its end back to the generator, every
+/// coroutine joined) is not timed.
 fn sieve_bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("Sieve");
     g.sampling_mode(SamplingMode::Flat);
     g.bench_function("per_transfer", |b| {
         b.iter_custom(|iters| {
             per_unit(iters, || {
-                let run = sieve(SIEVE_PRIMES).unwrap_or_else(|e| panic!("{e}"));
+                let run = sieve::<Coroutines>(SIEVE_PRIMES).unwrap_or_else(|e| panic!("{e}"));
                 let last = run.primes.last().map(|&p| u64::from(p));
                 assert_eq!(last, Some(SIEVE_LAST_PRIME), "Sieve: wrong 5000th prime");
-                (run.elapsed, run.transfers)
+                (run.elapsed, transfers(&run.primes))
             })
         })
     });
@@ -121,20 +128,24 @@ fn powser_bench(c: &mut Criterion) {
 /// it at GOMAXPROCS=1, `BenchmarkChanSync` (chan_test.go) alternates two goroutines on
 /// ONE unbuffered channel, per transfer. `bench/go/` has this program.
 fn ping_pong_bench(c: &mut Criterion) {
-    let pp = PingPong::new();
+    let built = run_bounded(TIMEOUT, "PingPong", PingPong::<Coroutines>::new);
+    let mut pp = Some(built.unwrap_or_else(|e| panic!("{e}")));
     let mut g = c.benchmark_group("PingPong");
     g.bench_function("round_trip", |b| {
         b.iter_custom(|iters| {
-            let drv = pp.driver();
-            run_bounded(TIMEOUT, "PingPong", move || {
+            let p = pp.take().expect("the echo is back after every sample");
+            let (p, d) = run_bounded(TIMEOUT, "PingPong", move || {
                 let start = Instant::now();
-                drv.round_trips(iters).unwrap_or_else(|e| panic!("{e}"));
-                start.elapsed()
-            })
+                p.round_trips(iters).unwrap_or_else(|e| panic!("{e}"));
+                (p, start.elapsed())
+            });
+            pp = Some(p);
+            d
         })
     });
     g.finish();
-    run_bounded(TIMEOUT, "PingPong shutdown", move || pp.shutdown())
+    let p = pp.take().expect("the echo is back");
+    run_bounded(TIMEOUT, "PingPong shutdown", move || p.shutdown())
         .unwrap_or_else(|e| panic!("{e}"));
 }
 

@@ -1,4 +1,4 @@
-//! A daisy chain of coroutines (`goro_bench::workloads::chan::Chain`): each one
+//! A daisy chain of coroutines (`goro_bench::workloads::tasks::Chain`): each one
 //! receives a number from the channel on its left and sends it, plus one, to the
 //! channel on its right; tokens go in at the head one at a time.
 //!
@@ -12,7 +12,8 @@
 use std::time::{Duration, Instant};
 
 use goro_bench::harness::run_bounded;
-use goro_bench::workloads::{chan::Chain, CHAIN_HOPS};
+use goro_bench::workloads::tasks::{Chain, Coroutines};
+use goro_bench::workloads::CHAIN_HOPS;
 
 fn arg(n: usize, default: u64) -> u64 {
     match std::env::args().nth(n) {
@@ -32,16 +33,15 @@ fn main() {
         goro::maxprocs()
     );
     for (name, cap) in [("Chain (unbuffered)", 0), ("ChainBuf (capacity 1)", 1)] {
-        let chain = Chain::new(hops, cap);
-        let d = chain.driver();
         let result = run_bounded(Duration::from_secs(60), name, move || {
+            let chain = Chain::<Coroutines>::new(hops, cap)?;
             // One token to warm up (first touches of the stacks), then the timed run.
-            d.pass(1)?;
+            chain.pass(1)?;
             let start = Instant::now();
-            d.pass(tokens)?;
-            Ok::<_, String>(start.elapsed())
-        })
-        .and_then(|e| chain.shutdown().map(|()| e));
+            chain.pass(tokens)?;
+            let elapsed = start.elapsed();
+            chain.shutdown().map(|()| elapsed)
+        });
         match result {
             Ok(e) => println!(
                 "{name}: {tokens} tokens x {hops} hops in {:.1} ms: {:.1} ns per hop; every \

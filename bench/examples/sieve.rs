@@ -1,4 +1,4 @@
-//! The concurrent prime sieve (`goro_bench::workloads::chan::sieve`): a generator
+//! The concurrent prime sieve (`goro_bench::workloads::tasks::sieve`): a generator
 //! coroutine feeds 2, 3, 4, ... into a pipeline of filter coroutines, one per prime.
 //!
 //! ```text
@@ -11,7 +11,8 @@
 use std::time::Duration;
 
 use goro_bench::harness::run_bounded;
-use goro_bench::workloads::{chan::sieve, SIEVE_PRIMES};
+use goro_bench::workloads::tasks::{sieve, transfers, Coroutines};
+use goro_bench::workloads::SIEVE_PRIMES;
 
 fn main() {
     let n = match std::env::args().nth(1).map(|s| s.parse()) {
@@ -26,14 +27,19 @@ fn main() {
         "concurrent prime sieve: first {n} primes, {} P(s)",
         goro::maxprocs()
     );
-    match run_bounded(Duration::from_secs(120), "sieve", move || sieve(n)) {
-        Ok(run) => println!(
-            "prime #{n} = {} (checked); {:.1} ms, {} channel transfers, {:.1} ns per transfer",
-            run.primes.last().expect("n > 0"),
-            run.elapsed.as_secs_f64() * 1e3,
-            run.transfers,
-            run.elapsed.as_secs_f64() * 1e9 / run.transfers as f64,
-        ),
+    match run_bounded(Duration::from_secs(120), "sieve", move || {
+        sieve::<Coroutines>(n)
+    }) {
+        Ok(run) => {
+            let transfers = transfers(&run.primes);
+            println!(
+                "prime #{n} = {} (checked); {:.1} ms, {transfers} channel transfers, {:.1} ns \
+                 per transfer",
+                run.primes.last().expect("n > 0"),
+                run.elapsed.as_secs_f64() * 1e3,
+                run.elapsed.as_secs_f64() * 1e9 / transfers as f64,
+            )
+        }
         Err(msg) => {
             eprintln!("WRONG: {msg}");
             std::process::exit(1)

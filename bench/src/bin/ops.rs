@@ -11,11 +11,11 @@
 //! coroutine, `goro_udp` goro's own on a coroutine (never hooked), `pipe_thread` libc's
 //! `write` and `read` on a pipe from the main thread. `bench/instructions.sh` runs it under callgrind at N and 2N
 //! and divides the difference by N, which cancels the start-up. `pingpong` and `chain`
-//! are the `chan` workloads' own types.
+//! are the comparison's own types (`workloads::tasks`).
 
 use std::process::ExitCode;
 
-use goro_bench::workloads::chan::{Chain, PingPong};
+use goro_bench::workloads::tasks::{Chain, Coroutines, PingPong};
 
 /// `n` one-byte sends and receives on a connected pair of UDP sockets of type `$t`
 /// (std's or goro's: the same API).
@@ -41,13 +41,13 @@ fn run(mode: &str, n: u64) -> bool {
             }
         }),
         "pingpong" => goro::go!(move || {
-            let pp = PingPong::new();
-            pp.driver().round_trips(n).expect("echo alive");
+            let pp = PingPong::<Coroutines>::new().expect("the echo starts");
+            pp.round_trips(n).expect("echo alive");
             pp.shutdown().expect("echo");
         }),
         "chain" => goro::go!(move || {
-            let chain = Chain::new(100, 0);
-            chain.driver().pass(n).expect("chain alive");
+            let chain = Chain::<Coroutines>::new(100, 0).expect("the links start");
+            chain.pass(n).expect("chain alive");
             chain.shutdown().expect("links");
         }),
         "mutex" => goro::go!(move || {

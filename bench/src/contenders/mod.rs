@@ -15,10 +15,8 @@ use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 
+use crate::workloads::tasks::Coroutines;
 use crate::workloads::{self, sync::Impl, Measurement, Outcome, Suite, Workload};
-
-/// A contender's figure for a comparison workload, or why there is none.
-type Figure = Result<f64, String>;
 
 pub mod may;
 pub mod threads;
@@ -109,14 +107,16 @@ impl Contender for Goro {
     }
     fn run(&self, w: &Workload) -> Outcome {
         let name = w.name();
-        if w.suite == Suite::Chan {
-            return crate::harness::in_coroutine(move || workloads::chan::run(name))
-                .ok_or_else(|| format!("no chan workload {name}"));
-        }
-        workloads::sync::measure(name, Impl::Goro)
+        if let Some(m) = workloads::sync::measure(name, Impl::Goro)
             .or_else(|| workloads::timers::run(name))
-            .or_else(|| workloads::proc::run(name))
-            .unwrap_or_else(|| Err(format!("no goro workload {name}")))
+            .or_else(|| workloads::blocking::run(name).map(Ok))
+        {
+            return m;
+        }
+        crate::harness::in_coroutine(move || {
+            workloads::tasks::run::<Coroutines>(name).or_else(|| workloads::chan::run(name).map(Ok))
+        })
+        .unwrap_or_else(|| Err(format!("no goro workload {name}")))
     }
     fn serve(&self, addr: SocketAddr) -> io::Result<()> {
         workloads::echo::serve(addr)

@@ -26,9 +26,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, Mutex};
 use tokio::task::{yield_now, JoinHandle};
 
-use super::{Contender, Figure};
+use super::Contender;
 use crate::harness::procfs;
 use crate::workloads::{self as common, Measurement, Workload};
+
+/// A figure, or why there is none.
+type Figure = Result<f64, String>;
 
 /// The runtime every workload runs on.
 fn runtime() -> std::io::Result<tokio::runtime::Runtime> {

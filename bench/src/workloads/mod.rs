@@ -4,8 +4,9 @@
 //! plain threads, Go; `bench/go/` is Go's side). Each [`Workload`] is one row of a
 //! table: a name, a unit, the suite it belongs to, the P counts it runs at, and the
 //! companion rows that the same run measures (say, the wake-up time and the RSS of a
-//! spawn-and-park run). The goro implementations are the submodules here, and the
-//! criterion benches and the examples call the same functions.
+//! spawn-and-park run). The implementations are the submodules here ([`tasks`] for
+//! every contender whose tasks block, the rest goro's), and the criterion benches and
+//! the examples call the same functions.
 //!
 //! A worker is one process running one workload once on one contender
 //! (`compare worker CONTENDER WORKLOAD`, or `goro-bench-go WORKLOAD`), with its
@@ -17,11 +18,12 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub mod blocking;
 pub mod chan;
 pub mod echo;
 pub mod powser;
-pub mod proc;
 pub mod sync;
+pub mod tasks;
 pub mod timers;
 
 /// The groups of rows that `compare --suite` selects.

@@ -335,7 +335,7 @@ impl Gate {
 
 /// How the workers of a run are run.
 #[derive(Clone, Copy)]
-pub(crate) enum Runner {
+enum Runner {
     /// Coroutines, spawned from the coordinator, itself a coroutine.
     Coroutines,
     /// Plain threads, spawned from the coordinator, a plain thread.
@@ -503,7 +503,7 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
 }
 
 /// A mutex around the counter its holders increment.
-pub(crate) trait CountingMutex: Send + Sync + 'static {
+pub trait CountingMutex: Send + Sync + 'static {
     fn with_zero() -> Self;
     /// Locks, adds one, unlocks.
     fn increment(&self);
@@ -533,6 +533,7 @@ macro_rules! counting_mutex {
 counting_mutex!(goro::sync::Mutex<u64>, |m| m.lock());
 counting_mutex!(std::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
 counting_mutex!(parking_lot::Mutex<u64>, |m| m.lock());
+counting_mutex!(may::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
 
 /// The `Mutex*` benchmarks with mutex type `M` on `runner`'s workers.
 fn mutex_bench<M: CountingMutex>(
@@ -592,56 +593,14 @@ fn mutex_bench<M: CountingMutex>(
     }
 }
 
-/// goro's run of a `sync` suite workload (`contender` picks goro with or without the
+/// The run of a `sync` suite port (`contender` picks goro with or without the
 /// back-off, or std's and parking_lot's mutexes on threads), from a plain thread: ns
-/// per op, sized to [`target`](super::target) per run.
+/// per op, sized to [`target`](super::target) per run; None if `contender` does not
+/// run `name`.
 pub fn measure(name: &str, contender: Impl) -> Option<super::Outcome> {
-    if let Some(tasks) = super::mutex_tasks(name) {
-        let ns = move || mutex_ops::<goro::sync::Mutex<u64>>(Runner::Coroutines, tasks);
-        let ns = (contender == Impl::Goro)
-            .then(|| crate::harness::run_bounded(RUN_TIMEOUT, "mutex", ns));
-        return ns.map(|ns| Ok(super::Measurement::value(ns)));
-    }
-    let bench = Bench::from_name(name)?;
-    if !bench.contenders().contains(&contender) {
-        return None;
-    }
+    let bench = Bench::from_name(name).filter(|b| b.contenders().contains(&contender))?;
     let ns = super::sized(super::target(), |n| run(bench, contender, n));
     Some(Ok(super::Measurement::value(ns)))
-}
-
-/// The comparison's mutex: `tasks` workers of `runner` (coroutines, from a coroutine,
-/// or threads) share [`MUTEX_OPS`](super::MUTEX_OPS) lock/increment/unlock rounds of
-/// an `M`, spawning and joining timed; the final count is checked. ns per operation.
-pub(crate) fn mutex_ops<M: CountingMutex>(runner: Runner, tasks: usize) -> f64 {
-    let ops = super::MUTEX_OPS;
-    let each = ops / tasks;
-    assert_eq!(each * tasks, ops, "MUTEX_OPS divides evenly");
-    let m = Arc::new(M::with_zero());
-    let t = Instant::now();
-    let body = {
-        let m = m.clone();
-        move || (0..each).for_each(|_| m.increment())
-    };
-    let handles: Vec<Box<dyn FnOnce()>> = (0..tasks)
-        .map(|_| {
-            let body = body.clone();
-            match runner {
-                Runner::Coroutines => {
-                    let h = goro::go!(body);
-                    Box::new(move || h.join().expect("a locker panicked")) as Box<dyn FnOnce()>
-                }
-                Runner::Threads => {
-                    let h = thread::spawn(body);
-                    Box::new(move || h.join().expect("a locker panicked"))
-                }
-            }
-        })
-        .collect();
-    handles.into_iter().for_each(|join| join());
-    let elapsed = t.elapsed();
-    assert_eq!(m.count(), ops as u64, "the final count");
-    super::per(elapsed, ops)
 }
 
 #[cfg(test)]
