@@ -8,7 +8,7 @@
 //! they take from a common budget in batches (Go's `testing.PB`). Coroutines for
 //! goro, plain threads for the `std` and `parking_lot` peers. The clock starts when
 //! every worker is running and waiting at a start gate, and stops when the last one
-//! is done, so spawning is not timed (Go times it; it is small next to its runs).
+//! is joined, so spawning is not timed (Go times it; it is small next to its runs).
 //!
 //! Every `Mutex*` critical section adds one to a counter in the mutex, and every run
 //! checks the total afterwards: a lost update (two holders at once) panics. Go's
@@ -16,12 +16,14 @@
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
-use std::thread;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro::park::WaitReason;
 use goro_sync::{backoff, sema};
+
+use super::tasks::{Coroutines, Tasks};
+use crate::contenders::threads::Threads;
 
 /// Bound of one timed run (spawning to the last join); a run that takes longer
 /// panics (hang, lost wake-up).
@@ -178,7 +180,7 @@ pub fn local_work(mut acc: i64) -> i64 {
 /// Runs `iters` iterations of `bench` with `contender` and returns the time they
 /// took, all workers together (time per op = the result / `iters`).
 ///
-/// Call it from a plain thread (the thread peers' start gate sleeps).
+/// Call it from a plain thread.
 ///
 /// # Panics
 ///
@@ -203,10 +205,8 @@ pub fn run(bench: Bench, contender: Impl, iters: u64) -> Duration {
                 on_coroutines(bench, workers, iters)
             })
         }
-        Impl::Std => mutex_bench::<std::sync::Mutex<u64>>(bench, Runner::Threads, workers, iters),
-        Impl::ParkingLot => {
-            mutex_bench::<parking_lot::Mutex<u64>>(bench, Runner::Threads, workers, iters)
-        }
+        Impl::Std => mutex_bench::<Threads, std::sync::Mutex<u64>>(bench, workers, iters),
+        Impl::ParkingLot => mutex_bench::<Threads, parking_lot::Mutex<u64>>(bench, workers, iters),
     }
 }
 
@@ -252,8 +252,7 @@ impl Pb<'_> {
     }
 }
 
-/// The shared state of one parallel run: the iteration budget, the start gate and
-/// the clock.
+/// The shared state of one parallel run: the iteration budget and the start gate.
 struct Gate {
     total: u64,
     /// Iterations a worker takes at a time. Go sizes batches to ~100 µs from the
@@ -261,164 +260,64 @@ struct Gate {
     /// worker's share, at most 1,000 (tens of µs for the fastest ops here).
     grain: u64,
     next: AtomicU64,
-    workers: usize,
     ready: AtomicUsize,
     open: AtomicBool,
-    finished: AtomicUsize,
-    base: Instant,
-    start_ns: AtomicU64,
-    end_ns: AtomicU64,
 }
 
 impl Gate {
-    fn new(workers: usize, iters: u64) -> Arc<Gate> {
-        Arc::new(Gate {
+    fn new(workers: usize, iters: u64) -> Gate {
+        Gate {
             total: iters,
             grain: (iters / (100 * workers as u64)).clamp(1, 1000),
             next: AtomicU64::new(0),
-            workers,
             ready: AtomicUsize::new(0),
             open: AtomicBool::new(false),
-            finished: AtomicUsize::new(0),
-            base: Instant::now(),
-            start_ns: AtomicU64::new(0),
-            end_ns: AtomicU64::new(0),
-        })
-    }
-
-    fn now_ns(&self) -> u64 {
-        self.base.elapsed().as_nanos() as u64
-    }
-
-    /// A worker: says it is ready, then waits for the gate to open, calling
-    /// `pause` between polls (a yield: workers may outnumber Ps or cores).
-    fn arrive_and_wait(&self, pause: fn()) {
-        self.ready.fetch_add(1, Ordering::AcqRel);
-        let t0 = Instant::now();
-        let mut polls = 0u32;
-        while !self.open.load(Ordering::Acquire) {
-            pause();
-            polls = polls.wrapping_add(1);
-            if polls & 255 == 0 && t0.elapsed() > START_TIMEOUT {
-                panic!("a worker waited {START_TIMEOUT:?} at the start gate");
-            }
         }
     }
-
-    /// The coordinator: starts the clock and lets the workers go.
-    fn open(&self) {
-        self.start_ns.store(self.now_ns(), Ordering::Relaxed);
-        self.open.store(true, Ordering::Release);
-    }
-
-    fn all_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire) == self.workers
-    }
-
-    /// A worker is done; the last one stops the clock (and gets `true`).
-    fn finish(&self) -> bool {
-        if self.finished.fetch_add(1, Ordering::AcqRel) + 1 == self.workers {
-            self.end_ns.store(self.now_ns(), Ordering::Release);
-            true
-        } else {
-            false
-        }
-    }
-
-    fn elapsed(&self) -> Duration {
-        let start = self.start_ns.load(Ordering::Relaxed);
-        let end = self.end_ns.load(Ordering::Acquire);
-        assert!(end >= start, "the clock stopped before it started");
-        Duration::from_nanos(end - start)
-    }
-}
-
-/// How the workers of a run are run.
-#[derive(Clone, Copy)]
-enum Runner {
-    /// Coroutines, spawned from the coordinator, itself a coroutine.
-    Coroutines,
-    /// Plain threads, spawned from the coordinator, a plain thread.
-    Threads,
 }
 
 type Body = Arc<dyn Fn(&mut Pb<'_>) + Send + Sync>;
 
-/// Go's `b.RunParallel(body)`: runs `body` on `workers` workers behind the gate
-/// and returns the time from the gate's opening to the last worker's end.
-fn run_parallel(runner: Runner, workers: usize, iters: u64, body: Body) -> Duration {
-    let gate = Gate::new(workers, iters);
-    match runner {
-        Runner::Coroutines => {
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    let (gate, body) = (gate.clone(), body.clone());
-                    goro::go!(move || {
-                        gate.arrive_and_wait(goro::yield_now);
-                        body(&mut Pb {
-                            gate: &gate,
-                            left: 0,
-                        });
-                        gate.finish();
-                    })
-                })
-                .collect();
-            // The coordinator is a coroutine: it yields its P while it waits, and
-            // parks in the joins (the whole run is bounded by `run_bounded`).
-            let t0 = Instant::now();
-            while !gate.all_ready() {
-                goro::yield_now();
-                if t0.elapsed() > START_TIMEOUT {
-                    panic!("not all {workers} workers reached the start gate");
-                }
-            }
-            gate.open();
-            for h in handles {
-                if let Err(p) = h.join() {
-                    std::panic::resume_unwind(p);
-                }
-            }
+/// Go's `b.RunParallel(body)`: runs `body` on `workers` tasks of `R` that wait at a
+/// start gate, and returns the time from the gate's opening to the last one's join.
+/// The waits poll with `R::yield_now` (workers may outnumber Ps or cores), bounded.
+fn run_parallel<R: Tasks>(workers: usize, iters: u64, body: Body) -> Duration {
+    let gate = Arc::new(Gate::new(workers, iters));
+    let bounded = |what: &str, cond: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        while !cond() {
+            R::yield_now();
+            assert!(
+                t0.elapsed() < START_TIMEOUT,
+                "{what} not at the start gate in {START_TIMEOUT:?}"
+            );
         }
-        Runner::Threads => {
-            let (done_tx, done_rx) = mpsc::channel();
-            let handles: Vec<_> = (0..workers)
-                .map(|_| {
-                    let (gate, body, done_tx) = (gate.clone(), body.clone(), done_tx.clone());
-                    thread::spawn(move || {
-                        gate.arrive_and_wait(thread::yield_now);
-                        body(&mut Pb {
-                            gate: &gate,
-                            left: 0,
-                        });
-                        if gate.finish() {
-                            let _ = done_tx.send(());
-                        }
-                    })
-                })
-                .collect();
-            drop(done_tx);
-            if !crate::harness::wait_until(START_TIMEOUT, || gate.all_ready()) {
-                panic!("not all {workers} threads reached the start gate");
-            }
-            gate.open();
-            // Blocks without polling while the workers run.
-            match done_rx.recv_timeout(RUN_TIMEOUT) {
-                Ok(()) => {}
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    panic!("thread workers not done after {RUN_TIMEOUT:?}")
-                }
-                // Every sender is gone without the last one's send: a worker
-                // panicked; the joins below re-raise it.
-                Err(mpsc::RecvTimeoutError::Disconnected) => {}
-            }
-            for h in handles {
-                if let Err(p) = h.join() {
-                    std::panic::resume_unwind(p);
-                }
-            }
-        }
+    };
+    let handles: Result<Vec<_>, String> = (0..workers)
+        .map(|_| {
+            let (gate, body) = (gate.clone(), body.clone());
+            R::spawn(move || {
+                // AcqRel / Acquire: the gate's opening orders nothing but itself;
+                // the budget (`next`) is the only data the workers share.
+                gate.ready.fetch_add(1, Ordering::AcqRel);
+                bounded("a worker", &|| gate.open.load(Ordering::Acquire));
+                body(&mut Pb {
+                    gate: &gate,
+                    left: 0,
+                });
+            })
+        })
+        .collect();
+    let handles = handles.unwrap_or_else(|e| panic!("{e}"));
+    bounded("not all workers", &|| {
+        gate.ready.load(Ordering::Acquire) == workers
+    });
+    let start = Instant::now();
+    gate.open.store(true, Ordering::Release);
+    for h in handles {
+        R::join(h).unwrap_or_else(|e| panic!("{e}"));
     }
-    gate.elapsed()
+    start.elapsed()
 }
 
 /// A value on its own cache lines (Go pads with 128 bytes).
@@ -427,7 +326,7 @@ struct Padded<T>(T);
 
 /// The coordinator of a goro run (a coroutine).
 fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
-    let run = |body: Body| run_parallel(Runner::Coroutines, workers, iters, body);
+    let run = |body: Body| run_parallel::<Coroutines>(workers, iters, body);
     match bench {
         // Go's BenchmarkSemaUncontended. Same, but each worker's semaphore lives
         // on the heap in a 128-byte-aligned box (Go: 4 + 128 bytes from `new`).
@@ -498,7 +397,7 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
             }
             black_box(acc);
         })),
-        _ => mutex_bench::<goro::sync::Mutex<u64>>(bench, Runner::Coroutines, workers, iters),
+        _ => mutex_bench::<Coroutines, goro::sync::Mutex<u64>>(bench, workers, iters),
     }
 }
 
@@ -535,21 +434,15 @@ counting_mutex!(std::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
 counting_mutex!(parking_lot::Mutex<u64>, |m| m.lock());
 counting_mutex!(may::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
 
-/// The `Mutex*` benchmarks with mutex type `M` on `runner`'s workers.
-fn mutex_bench<M: CountingMutex>(
-    bench: Bench,
-    runner: Runner,
-    workers: usize,
-    iters: u64,
-) -> Duration {
+/// The `Mutex*` benchmarks with mutex type `M` on workers of `R`.
+fn mutex_bench<R: Tasks, M: CountingMutex>(bench: Bench, workers: usize, iters: u64) -> Duration {
     match bench {
         // Go's BenchmarkMutexUncontended: each worker its own padded mutex (on its
         // stack, as Go's does not escape), plus the counting.
         Bench::MutexUncontended => {
             let total = Arc::new(AtomicU64::new(0));
             let total2 = total.clone();
-            let t = run_parallel(
-                runner,
+            let t = run_parallel::<R>(
                 workers,
                 iters,
                 Arc::new(move |pb| {
@@ -571,8 +464,7 @@ fn mutex_bench<M: CountingMutex>(
             let m = Arc::new(M::with_zero());
             let m2 = m.clone();
             let work = bench.work();
-            let t = run_parallel(
-                runner,
+            let t = run_parallel::<R>(
                 workers,
                 iters,
                 Arc::new(move |pb| {
