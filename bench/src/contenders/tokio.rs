@@ -129,7 +129,11 @@ async fn chain() -> Figure {
             .recv()
             .await
             .ok_or("chain: the tail closed before the token came out")?;
-        common::check_token(token, out)?;
+        common::expect_eq(
+            format_args!("chain: token {token} out"),
+            out,
+            token + HOPS as u64,
+        )?;
     }
     let elapsed = start.elapsed();
     // Dropping the head closes the chain: each task's receive ends, it returns and
@@ -168,7 +172,7 @@ async fn sieve() -> Figure {
         ch = next;
     }
     let elapsed = start.elapsed();
-    common::check_last_prime(last)?;
+    common::expect_eq("sieve: the last prime", last, common::SIEVE_LAST_PRIME)?;
     Ok(elapsed.as_secs_f64() * 1e3)
 }
 
@@ -217,7 +221,7 @@ async fn spawn_join() -> Figure {
         sum += join(h).await?;
     }
     let elapsed = start.elapsed();
-    common::check_sum(sum)?;
+    common::expect_eq("spawn_join: the sum of the results", sum, common::SPAWN_SUM)?;
     Ok(common::per(elapsed, N))
 }
 
@@ -261,7 +265,7 @@ async fn mutex(tasks: usize) -> Figure {
     }
     let elapsed = start.elapsed();
     let count = *counter.lock().await;
-    common::check_count(count)?;
+    common::expect_eq("mutex: the count", count, common::MUTEX_OPS as u64)?;
     Ok(common::per(elapsed, common::MUTEX_OPS))
 }
 

@@ -305,35 +305,14 @@ impl Measurement {
 /// What a contender's implementation gives: the figure, or why it cannot run it.
 pub type Outcome = Result<Measurement, String>;
 
-/// Checks a token that went through a chain of `CHAIN_HOPS` links (one added per hop).
-pub fn check_token(sent: u64, out: u64) -> Result<(), String> {
-    let want = sent + CHAIN_HOPS as u64;
-    if out == want {
-        Ok(())
-    } else {
-        Err(format!(
-            "chain: token {sent} came out as {out}, expected {want}"
-        ))
-    }
-}
-
-/// Checks the sieve's last prime.
-pub fn check_last_prime(last: u64) -> Result<(), String> {
-    (last == SIEVE_LAST_PRIME).then_some(()).ok_or_else(|| {
-        format!("sieve: prime #{SIEVE_PRIMES} is {last}, expected {SIEVE_LAST_PRIME}")
-    })
-}
-
-/// Checks the sum of spawn_join's results (each task returns its index).
-pub fn check_sum(sum: u64) -> Result<(), String> {
-    let want = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
-    (sum == want)
+/// `Ok` if `got` is `want`, else an error that says `what` is `got`, not `want`.
+pub fn expect_eq(what: impl std::fmt::Display, got: u64, want: u64) -> Result<(), String> {
+    (got == want)
         .then_some(())
-        .ok_or_else(|| format!("spawn_join: the results sum to {sum}, expected {want}"))
+        .ok_or_else(|| format!("{what} is {got}, expected {want}"))
 }
 
-/// The share of each of `tasks` tasks of a mutex workload's `MUTEX_OPS`, and the
-/// check of the final count.
+/// Each of `tasks` tasks' share of a mutex workload's `MUTEX_OPS`.
 pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
     MUTEX_OPS
         .is_multiple_of(tasks)
@@ -341,12 +320,8 @@ pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
         .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))
 }
 
-/// Checks a mutex workload's final count.
-pub fn check_count(count: u64) -> Result<(), String> {
-    (count == MUTEX_OPS as u64)
-        .then_some(())
-        .ok_or_else(|| format!("mutex: the counter is {count}, expected {MUTEX_OPS}"))
-}
+/// The sum of spawn_join's results (each task returns its index).
+pub const SPAWN_SUM: u64 = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
 
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use super::sync::CountingMutex;
 use super::{
-    check_count, check_sum, ops_per_task, parked, per, spin, Measurement, Outcome, CHAIN_HOPS,
-    CHAIN_TOKENS, MUTEX_OPS, PINGPONG_ROUNDS, SIEVE_LAST_PRIME, SIEVE_PRIMES, SLEEP_COUNT,
-    SPAWN_TASKS, YIELD_COUNT, YIELD_TASKS_PER_WORKER,
+    expect_eq, ops_per_task, parked, per, spin, Measurement, Outcome, CHAIN_HOPS, CHAIN_TOKENS,
+    MUTEX_OPS, PINGPONG_ROUNDS, SIEVE_LAST_PRIME, SIEVE_PRIMES, SLEEP_COUNT, SPAWN_TASKS,
+    YIELD_COUNT, YIELD_TASKS_PER_WORKER,
 };
 use crate::harness::procfs;
 
@@ -81,10 +81,8 @@ pub fn run<R: Tasks>(name: &str) -> Option<Outcome> {
         "chain" => chain::<R>(0),
         "chainbuf" => chain::<R>(1),
         "sieve" => sieve::<R>(SIEVE_PRIMES).and_then(|run| {
-            let last = run.primes.last().copied().map(u64::from);
-            if last != Some(SIEVE_LAST_PRIME) {
-                return Err(format!("sieve: the last prime is {last:?}"));
-            }
+            let last = run.primes.last().map_or(0, |&p| u64::from(p));
+            expect_eq("sieve: the last prime", last, SIEVE_LAST_PRIME)?;
             Ok(Measurement::value(run.elapsed.as_secs_f64() * 1e3))
         }),
         "pingpong" => ping_pong::<R>(),
@@ -284,10 +282,8 @@ impl<R: Tasks> PingPong<R> {
             if !R::send(&self.ping, i) {
                 return Err("pingpong: the echo is gone".into());
             }
-            match R::recv(&self.pong) {
-                Some(v) if v == i + 1 => {}
-                got => return Err(format!("pingpong: sent {i}, got {got:?} back")),
-            }
+            let back = R::recv(&self.pong).ok_or("pingpong: the echo is gone")?;
+            expect_eq(format_args!("pingpong: {i} back"), back, i + 1)?;
         }
         Ok(())
     }
@@ -462,13 +458,12 @@ fn spawn_join<R: Tasks>() -> Outcome {
     }
     let mut sum = 0;
     for (i, h) in handles.into_iter().enumerate() {
-        match R::join(h)? {
-            v if v == i as u64 => sum += v,
-            v => return Err(format!("spawn_join: task {i} returned {v}")),
-        }
+        let v = R::join(h)?;
+        expect_eq(format_args!("spawn_join: task {i}'s result"), v, i as u64)?;
+        sum += v;
     }
     let elapsed = t.elapsed();
-    check_sum(sum)?;
+    expect_eq("spawn_join: the sum of the results", sum, super::SPAWN_SUM)?;
     Ok(Measurement::value(per(elapsed, SPAWN_TASKS)))
 }
 
@@ -531,7 +526,7 @@ fn mutex<R: Tasks>(tasks: usize) -> Outcome {
     let counter = m.clone();
     spawn_n::<R, _>(tasks, move || (0..each).for_each(|_| counter.increment()))?;
     let elapsed = t.elapsed();
-    check_count(m.count())?;
+    expect_eq("mutex: the count", m.count(), MUTEX_OPS as u64)?;
     Ok(Measurement::value(per(elapsed, MUTEX_OPS)))
 }
 
