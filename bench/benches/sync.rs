@@ -19,11 +19,9 @@
 //!   alone, to compare with Go's compiled loop (`bench/go/`, `BenchmarkWorkOnly`).
 //!
 //! Each is Go's `b.RunParallel`: `maxprocs()` workers (coroutines for goro, threads for
-//! the peers; ten per P in `*Slack`) share the iterations; time per op = wall time /
-//! iterations, from the moment all workers wait at a start gate to the last one's end.
-//! What each benchmark does and where it differs from Go's is documented on
-//! `goro_bench::workloads::sync` (in short: the Mutex critical sections count, to catch
-//! a lost update; the timed region excludes spawning).
+//! the peers; ten per P in `*Slack`) share the iterations; time per op = the wall time
+//! from a start gate (after spawning) to the last worker's end / iterations. What each
+//! does, and where it differs from Go's: `goro_bench::workloads::sync`.
 //!
 //! For one table with Go's figures from the same run: `compare --suite sync`.
 

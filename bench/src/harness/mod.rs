@@ -12,15 +12,10 @@ pub mod orchestrate;
 pub mod procfs;
 pub mod report;
 
-/// Runs `f` in a fresh coroutine and returns its result, waiting at most `timeout`.
-///
-/// Call it from a plain thread. The wait does not poll: the coroutine hands its result
-/// over a std channel and this thread blocks in `recv_timeout`.
-///
-/// # Panics
-///
-/// If `f` panicked (with its message), or if it is not done after `timeout` (then the
-/// coroutine is left running; the panic is meant to end the process).
+/// Runs `f` in a fresh coroutine and returns its result, waiting at most `timeout`, from
+/// a plain thread: the coroutine hands its result over a std channel and this thread
+/// blocks in `recv_timeout`. Panics if `f` panicked (with its message) or is not done
+/// after `timeout` (then the coroutine is left running: the panic is to end the process).
 pub fn run_bounded<T, F>(timeout: Duration, what: &str, f: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
@@ -44,19 +39,14 @@ where
     v.expect("the coroutine sent its result before it ended")
 }
 
-/// Runs `f` in a fresh coroutine, waits for it and returns its result; re-raises its
-/// panic with the message.
+/// Runs `f` in a fresh coroutine, waits for it as long as it takes and returns its
+/// result; re-raises its panic with the message.
 pub fn in_coroutine<T, F>(f: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
-    goro::go!(f).join().unwrap_or_else(|payload| {
-        panic!(
-            "benchmark coroutine panicked: {}",
-            goro::panic_message(&*payload)
-        )
-    })
+    run_bounded(Duration::MAX, "benchmark", f)
 }
 
 /// Benchmarks `f` as `name` in `g`: each sample times `f(iters)` on a fresh coroutine.
@@ -119,30 +109,22 @@ pub fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => Some(s[n / 2]),
-        _ => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
-    }
+    // For an odd count both indices are the middle one.
+    (n > 0).then(|| (s[(n - 1) / 2] + s[n / 2]) / 2.0)
 }
 
-/// The one criterion configuration of the four bench files: 1 s warm-up, 3 s
-/// measurement, 10 samples (the docs' A/B scripts override these on the command line).
-pub fn criterion_config() -> criterion::Criterion {
-    criterion::Criterion::default()
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
-        .sample_size(10)
-}
-
-/// `criterion_main!` for a group built with [`criterion_config`], plus a line saying
-/// how many Ps the runtime runs with.
+/// `criterion_main!` for the benches' one criterion configuration (1 s warm-up, 3 s
+/// measurement, 10 samples; the docs' A/B scripts override these on the command line),
+/// plus a line saying how many Ps the runtime runs with.
 #[macro_export]
 macro_rules! bench_main {
     ($($target:path),+ $(,)?) => {
         criterion::criterion_group! {
             name = benches;
-            config = $crate::harness::criterion_config();
+            config = criterion::Criterion::default()
+                .warm_up_time(std::time::Duration::from_secs(1))
+                .measurement_time(std::time::Duration::from_secs(3))
+                .sample_size(10);
             targets = $($target),+
         }
         fn main() {
