@@ -6,7 +6,7 @@
 # there). Prints "round procs build benchmark time" lines; take the median per row.
 set -euo pipefail
 before=$1; after=$2; rounds=${3:-3}
-benches="proc:Gosched/alone proc:SpawnJoin/from_coroutine proc:ParkPingPong/coroutines
+benches="proc:Gosched/alone proc:SpawnJoin/from_coroutine
 chan:PingPong/round_trip chan:Chain/per_hop sync:Mutex/goro sync:MutexUncontended/goro
 proc:Syscall/noop"
 for round in $(seq "$rounds"); do
