@@ -182,36 +182,31 @@ workloads! {
     Blocking P2 row("sysmon/idle", "wake-ups/s") &[row("sysmon/idle/cpu", "% of a core")];
 }
 
-/// A workload's companion rows, each named `prefix` + its suffix.
+/// Companion-row tables, one per `NAME prefix`, each row named prefix + suffix.
 macro_rules! companions {
-    ($name:ident $prefix:literal: $($suffix:literal $unit:literal),* $(,)?) => {
+    ($($name:ident $prefix:literal),+: $rows:tt) => {
+        $(companions!(@one $name $prefix $rows);)+
+    };
+    (@one $name:ident $prefix:literal [$($suffix:literal $unit:literal),*]) => {
         const $name: &[Row] = &[$(row(concat!($prefix, $suffix), $unit)),*];
     };
 }
 
-companions!(WAKEUP "WakeupLatency/": "p90" "µs", "p99" "µs", "max" "µs", "missed" "sends",
-            "on_sender_thread" "samples");
-companions!(LATE_100US "SleepLatency/100us/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
-companions!(LATE_1MS "SleepLatency/1ms/": "p99" "µs", "thread/p50" "µs", "thread/p99" "µs");
-companions!(PARALLEL "ParallelTimerLatency/": "max" "µs", "p50" "µs", "p99" "µs");
-companions!(STAGGERED "StaggeredTickerLatency/": "max" "µs", "300us/2" "µs avg",
+companions!(WAKEUP "WakeupLatency/": ["p90" "µs", "p99" "µs", "max" "µs", "missed" "sends",
+            "on_sender_thread" "samples"]);
+companions!(LATE_100US "SleepLatency/100us/", LATE_1MS "SleepLatency/1ms/":
+            ["p99" "µs", "thread/p50" "µs", "thread/p99" "µs"]);
+companions!(PARALLEL "ParallelTimerLatency/": ["max" "µs", "p50" "µs", "p99" "µs"]);
+companions!(STAGGERED "StaggeredTickerLatency/": ["max" "µs", "300us/2" "µs avg",
             "300us/3" "µs avg", "300us/4" "µs avg", "300us/5" "µs avg", "300us/6" "µs avg",
             "300us/7" "µs avg", "300us/8" "µs avg", "300us/9" "µs avg", "300us/10" "µs avg",
-            "2ms/1" "µs avg");
-companions!(PARK_10K "spawn_park_10k_": "wake" "ns/wake+exit", "rss" "B/parked", "pte" "B/parked");
-companions!(PARK_100K "spawn_park_100k_": "wake" "ns/wake+exit", "rss" "B/parked",
-            "pte" "B/parked");
-companions!(PARK_1M "spawn_park_1m_": "wake" "ns/wake+exit", "rss" "B/parked",
-            "pte" "B/parked");
-companions!(ECHO_1 "echo/1/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt",
-            "machine" "µs/rt");
-companions!(ECHO_50 "echo/50/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
-            "sys" "µs/rt", "machine" "µs/rt");
-companions!(ECHO_500 "echo/500/": "p99" "µs", "fairness" "busiest/mean", "user" "µs/rt",
-            "sys" "µs/rt", "machine" "µs/rt");
-companions!(TICKER_NONE "ticker/none/": "p99" "µs", "max" "µs");
-companions!(TICKER_SLEEP "ticker/sleep/": "p99" "µs", "max" "µs");
-companions!(TICKER_CPU "ticker/cpu/": "p99" "µs", "max" "µs");
+            "2ms/1" "µs avg"]);
+companions!(PARK_10K "spawn_park_10k_", PARK_100K "spawn_park_100k_", PARK_1M "spawn_park_1m_":
+            ["wake" "ns/wake+exit", "rss" "B/parked", "pte" "B/parked"]);
+companions!(ECHO_1 "echo/1/", ECHO_50 "echo/50/", ECHO_500 "echo/500/": ["p99" "µs",
+            "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt", "machine" "µs/rt"]);
+companions!(TICKER_NONE "ticker/none/", TICKER_SLEEP "ticker/sleep/", TICKER_CPU "ticker/cpu/":
+            ["p99" "µs", "max" "µs"]);
 
 /// The rows of the full comparison (`compare --readme`): the README's table and the
 /// section of docs/benchmarks.md it comes from.
