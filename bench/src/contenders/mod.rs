@@ -34,7 +34,9 @@ pub trait Contender: Sync {
     fn run(&self, w: &Workload) -> Outcome;
     /// Its echo server on `addr`: prints `LISTENING <addr>` on stdout (see
     /// [`listening`]), then serves until the process exits.
-    fn serve(&self, addr: SocketAddr) -> io::Result<()>;
+    fn serve(&self, _addr: SocketAddr) -> io::Result<()> {
+        Err(io::Error::other("no echo server"))
+    }
     /// Where its implementation of `w` departs from the contract's letter.
     fn note(&self, _w: &Workload) -> Option<&'static str> {
         None
@@ -138,9 +140,6 @@ impl Contender for SyncPeer {
     fn run(&self, w: &Workload) -> Outcome {
         workloads::sync::measure(w.name(), self.0).unwrap_or_else(|| Err("not a sync port".into()))
     }
-    fn serve(&self, _addr: SocketAddr) -> io::Result<()> {
-        Err(io::Error::other("no echo server"))
-    }
 }
 
 /// Go: `bench/go/` (the harness builds it and passes its path in `GORO_BENCH_GO`),
@@ -163,10 +162,11 @@ impl Go {
         })
     }
 
-    /// One of Go's own `time` benchmarks: the rows' averages in µs.
+    /// One of Go's own `time` benchmarks: its first sub-benchmark's average (and
+    /// maximum) lateness in µs, the others' averages as companions named after them
+    /// (`StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1` is `.../300us/1`).
     fn time_bench(name: &str) -> Outcome {
-        let bin = Go::binary(GO_TIME_TESTS)?;
-        let out = Command::new(bin)
+        let out = Command::new(Go::binary(GO_TIME_TESTS)?)
             .args([
                 "-test.run",
                 "^$",
@@ -178,7 +178,7 @@ impl Go {
             .output()
             .map_err(|e| format!("Go's time benchmarks: {e}"))?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let mut m = Measurement::default();
+        let mut m: Option<Measurement> = None;
         for line in crate::harness::go::parse_bench_output(&text) {
             let metric = |u: &str| {
                 line.metrics
@@ -189,22 +189,18 @@ impl Go {
             let (Some(avg), Some(max)) = (metric("avg-late-ns"), metric("max-late-ns")) else {
                 continue;
             };
-            // StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1 -> .../300us/1
-            let row = line
-                .name
-                .replace("work-dur=", "")
-                .replace("tickers-per-P=", "")
-                .replace('µ', "u");
-            if m.value.is_none() {
-                m = Measurement::value(avg).with(&format!("{name}/max"), max);
-            } else {
-                m = m.with(&row, avg);
-            }
+            m = Some(match m {
+                None => Measurement::value(avg).with(&format!("{name}/max"), max),
+                Some(m) => {
+                    let row = line
+                        .name
+                        .replace("work-dur=", "")
+                        .replace("tickers-per-P=", "");
+                    m.with(&row.replace('µ', "u"), avg)
+                }
+            });
         }
-        if m.value.is_none() {
-            return Err(format!("Go's {name} printed no figures:\n{text}"));
-        }
-        Ok(m)
+        m.ok_or_else(|| format!("Go's {name} printed no figures:\n{text}"))
     }
 
     /// Replaces this process with the Go binary (same pid, stdio and environment).

@@ -32,12 +32,12 @@ pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Length of the local work loop of the `*Work*` benchmarks (Go's 100).
 pub const WORK_ITERS: u32 = 100;
-/// Workers per P in the `*Slack` benchmarks (Go's `b.SetParallelism(10)`).
-pub const SLACK: usize = 10;
 
-/// `Bench`, its `ALL` (in report order) and its `name` from one list of variants.
+/// `Bench` from one table: each benchmark, whether it does the local work between
+/// its operations, whether a taker keeps units of the semaphore (so that acquires
+/// must wait), its workers per P, and who runs it.
 macro_rules! benches {
-    ($($(#[$doc:meta])* $b:ident,)*) => {
+    ($($(#[$doc:meta])* $b:ident $work:literal $block:literal $per_p:literal $who:ident,)*) => {
         /// The benchmarks, named as Go's without `Benchmark`.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Bench {
@@ -54,77 +54,59 @@ macro_rules! benches {
                     $(Bench::$b => stringify!($b),)*
                 }
             }
+
+            fn work(self) -> bool {
+                match self { $(Bench::$b => $work,)* }
+            }
+
+            fn block(self) -> bool {
+                match self { $(Bench::$b => $block,)* }
+            }
+
+            fn parallelism(self) -> usize {
+                match self { $(Bench::$b => $per_p,)* }
+            }
+
+            /// Who runs it.
+            pub fn contenders(self) -> &'static [Impl] {
+                match self { $(Bench::$b => $who,)* }
+            }
         }
     };
 }
 
+/// goro with and without its back-off; everyone; goro alone.
+const GORO: &[Impl] = &[Impl::Goro, Impl::GoroNoBackoff];
+const ALL: &[Impl] = &[Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot];
+const ONLY: &[Impl] = &[Impl::Goro];
+
 benches! {
+    // name, local work, a taker, workers per P, who runs it
     /// Every worker releases then acquires its own (padded) semaphore: never waits.
-    SemaUncontended,
+    SemaUncontended false false 1 GORO,
     /// One shared semaphore; each op a release then an acquire. No work.
-    SemaSyntNonblock,
+    SemaSyntNonblock false false 1 GORO,
     /// As `SemaSyntNonblock`, plus a taker that keeps `maxprocs() / 2` units, so
     /// that some acquires must wait (none with one P).
-    SemaSyntBlock,
-    /// `SemaSyntNonblock` with the local work between release and acquire.
-    SemaWorkNonblock,
-    /// `SemaSyntBlock` with the local work between release and acquire.
-    SemaWorkBlock,
+    SemaSyntBlock false true 1 GORO,
+    SemaWorkNonblock true false 1 GORO,
+    SemaWorkBlock true true 1 GORO,
     /// Every worker locks and unlocks its own (padded) mutex.
-    MutexUncontended,
+    MutexUncontended false false 1 ALL,
     /// One shared mutex, lock+unlock per op.
-    Mutex,
-    /// `Mutex` with ten workers per P.
-    MutexSlack,
-    /// `Mutex` with the local work after each unlock.
-    MutexWork,
-    /// `MutexWork` with ten workers per P.
-    MutexWorkSlack,
+    Mutex false false 1 ALL,
+    MutexSlack false false 10 ALL,
+    MutexWork true false 1 ALL,
+    MutexWorkSlack true false 10 ALL,
     /// Not in Go's tree: the local work alone, per op (`bench/go/` has it too), to
     /// compare what the two compilers make of it.
-    WorkOnly,
+    WorkOnly true false 1 ONLY,
 }
 
 impl Bench {
     /// The benchmark named `name` (as [`name`](Self::name) spells it).
     pub fn from_name(name: &str) -> Option<Bench> {
         Bench::ALL.into_iter().find(|b| b.name() == name)
-    }
-
-    /// Who runs it: goro both ways for everything, the thread mutexes for the
-    /// `Mutex*` benchmarks, goro alone for the work floor.
-    pub fn contenders(self) -> &'static [Impl] {
-        match self {
-            Bench::MutexUncontended
-            | Bench::Mutex
-            | Bench::MutexSlack
-            | Bench::MutexWork
-            | Bench::MutexWorkSlack => &Impl::ALL,
-            Bench::WorkOnly => &[Impl::Goro],
-            _ => &[Impl::Goro, Impl::GoroNoBackoff],
-        }
-    }
-
-    fn work(self) -> bool {
-        matches!(
-            self,
-            Bench::SemaWorkNonblock
-                | Bench::SemaWorkBlock
-                | Bench::MutexWork
-                | Bench::MutexWorkSlack
-        )
-    }
-
-    fn block(self) -> bool {
-        matches!(self, Bench::SemaSyntBlock | Bench::SemaWorkBlock)
-    }
-
-    /// Workers per P.
-    fn parallelism(self) -> usize {
-        match self {
-            Bench::MutexSlack | Bench::MutexWorkSlack => SLACK,
-            _ => 1,
-        }
     }
 }
 
@@ -142,9 +124,6 @@ pub enum Impl {
 }
 
 impl Impl {
-    /// Every contender, in report order.
-    pub const ALL: [Impl; 4] = [Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot];
-
     /// The criterion function's name.
     pub fn name(self) -> &'static str {
         match self {
@@ -153,11 +132,6 @@ impl Impl {
             Impl::Std => "std",
             Impl::ParkingLot => "parking_lot",
         }
-    }
-
-    /// The contender named `name`.
-    pub fn from_name(name: &str) -> Option<Impl> {
-        Impl::ALL.into_iter().find(|c| c.name() == name)
     }
 }
 
@@ -539,9 +513,6 @@ mod tests {
     fn names_round_trip() {
         for b in Bench::ALL {
             assert_eq!(Bench::from_name(b.name()), Some(b));
-        }
-        for c in Impl::ALL {
-            assert_eq!(Impl::from_name(c.name()), Some(c));
         }
     }
 }
