@@ -31,6 +31,42 @@ use goro_bench::workloads::{powser, CHAIN_HOPS};
 /// Bound of one sample's timed run.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
+/// A benchmark `group/function` of `op(&fixture, iters)` on a coroutine, bounded, the
+/// time divided by `per_op`; the fixture is built once (untimed) and shut down after
+/// the last sample.
+fn on_fixture<F: Send + 'static>(
+    c: &mut Criterion,
+    (group, function): (&'static str, &str),
+    build: impl FnOnce() -> Result<F, String> + Send + 'static,
+    op: fn(&F, u64) -> Result<(), String>,
+    per_op: impl Fn(&F) -> f64,
+    shutdown: fn(F) -> Result<(), String>,
+) {
+    fn ok<T>(group: &str, r: Result<T, String>) -> T {
+        r.unwrap_or_else(|e| panic!("{group}: {e}"))
+    }
+    let mut fixture = Some(ok(group, run_bounded(TIMEOUT, group, build)));
+    let mut g = c.benchmark_group(group);
+    g.bench_function(function, |b| {
+        b.iter_custom(|iters| {
+            let f = fixture
+                .take()
+                .expect("the fixture is back after every sample");
+            let (f, d) = run_bounded(TIMEOUT, group, move || {
+                let start = Instant::now();
+                let r = op(&f, iters);
+                (f, r.map(|()| start.elapsed()))
+            });
+            let d = ok(group, d).div_f64(per_op(&f));
+            fixture = Some(f);
+            d
+        })
+    });
+    g.finish();
+    let f = fixture.take().expect("the fixture is back");
+    ok(group, run_bounded(TIMEOUT, group, move || shutdown(f)));
+}
+
 /// `Chain` and `ChainBuf`: the chain benchmarks of Go's GOMAXPROCS 1.5 design
 /// (golang.org/s/go15gomaxprocs; the Go 1.10 change 868c8b37 cites them). One op is
 /// one token from head to tail; the time reported is per hop (op / 10 000).
@@ -40,28 +76,14 @@ const TIMEOUT: Duration = Duration::from_secs(120);
 /// (head + 10 000).
 fn chain_benches(c: &mut Criterion) {
     for (name, cap) in [("Chain", 0), ("ChainBuf", 1)] {
-        let built = run_bounded(TIMEOUT, name, move || {
-            Chain::<Coroutines>::new(CHAIN_HOPS, cap)
-        });
-        let mut chain = Some(built.unwrap_or_else(|e| panic!("{e}")));
-        let mut g = c.benchmark_group(name);
-        g.bench_function("per_hop", |b| {
-            b.iter_custom(|iters| {
-                let ch = chain.take().expect("the chain is back after every sample");
-                let (ch, d) = run_bounded(TIMEOUT, name, move || {
-                    let start = Instant::now();
-                    ch.pass(iters).unwrap_or_else(|e| panic!("{e}"));
-                    (ch, start.elapsed())
-                });
-                let hops = ch.hops() as f64;
-                chain = Some(ch);
-                d.div_f64(hops)
-            })
-        });
-        g.finish();
-        let ch = chain.take().expect("the chain is back");
-        run_bounded(TIMEOUT, "chain shutdown", move || ch.shutdown())
-            .unwrap_or_else(|e| panic!("{e}"));
+        on_fixture(
+            c,
+            (name, "per_hop"),
+            move || Chain::<Coroutines>::new(CHAIN_HOPS, cap),
+            Chain::pass,
+            |ch| ch.hops() as f64,
+            Chain::shutdown,
+        );
     }
 }
 
@@ -125,25 +147,14 @@ fn powser_bench(c: &mut Criterion) {
 /// it at GOMAXPROCS=1, `BenchmarkChanSync` (chan_test.go) alternates two goroutines on
 /// ONE unbuffered channel, per transfer. `bench/go/` has this program.
 fn ping_pong_bench(c: &mut Criterion) {
-    let built = run_bounded(TIMEOUT, "PingPong", PingPong::<Coroutines>::new);
-    let mut pp = Some(built.unwrap_or_else(|e| panic!("{e}")));
-    let mut g = c.benchmark_group("PingPong");
-    g.bench_function("round_trip", |b| {
-        b.iter_custom(|iters| {
-            let p = pp.take().expect("the echo is back after every sample");
-            let (p, d) = run_bounded(TIMEOUT, "PingPong", move || {
-                let start = Instant::now();
-                p.round_trips(iters).unwrap_or_else(|e| panic!("{e}"));
-                (p, start.elapsed())
-            });
-            pp = Some(p);
-            d
-        })
-    });
-    g.finish();
-    let p = pp.take().expect("the echo is back");
-    run_bounded(TIMEOUT, "PingPong shutdown", move || p.shutdown())
-        .unwrap_or_else(|e| panic!("{e}"));
+    on_fixture(
+        c,
+        ("PingPong", "round_trip"),
+        PingPong::<Coroutines>::new,
+        PingPong::round_trips,
+        |_| 1.0,
+        PingPong::shutdown,
+    );
 }
 
 /// `WakeupParallelSpinning` and `WakeupParallelSyscall`: Go's
