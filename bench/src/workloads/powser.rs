@@ -1,29 +1,20 @@
-//! Power series as streams: every series is a coroutine that hands out its rational
-//! coefficients one at a time, on demand, over channels, and every operation on series
-//! (sum, product, derivative, integral, reciprocal, exponential, substitution) is a
-//! coroutine reading from the coroutines of its operands.
+//! Power series as streams, after Doug McIlroy ("Squinting at Power Series"): a Rust
+//! port of Go's `test/chan/powser1.go` (the `Powser` of the GOMAXPROCS 1.5 scheduler
+//! benchmarks, golang.org/s/go15gomaxprocs; its Go twin for `compare` is in
+//! `bench/go/chan.go`). A series is a coroutine that hands out its rational
+//! coefficients on demand over a pair of unbuffered channels (requests, coefficients);
+//! every operation on series is a coroutine reading those of its operands; `split` makes
+//! two series of one with a growing family of coroutines; `get2` reads two series at
+//! once with `select!`. A run computes the series of Go's test plus tan x and checks ten
+//! coefficients of each exactly.
 //!
-//! The idea is Doug McIlroy's ("Squinting at Power Series"), and this is a Rust port of
-//! the structure of Go's `test/chan/powser1.go` (the `Powser` of the GOMAXPROCS 1.5
-//! scheduler benchmarks, golang.org/s/go15gomaxprocs): a series is a pair of unbuffered
-//! channels, one for requests and one for the coefficients; `split` makes two series
-//! out of one with a growing family of coroutines; `get2` reads two series at once with
-//! `select!`. A run computes the series of Go's test plus tan x, and checks ten
-//! coefficients of each against exact rationals.
-//!
-//! `cargo run --release -p goro-bench --example powser` prints the coefficients and the
-//! time per coefficient fetched from a stream.
-//!
-//! Differences from Go's program: every run has its own context ([`Ctx`]) that
-//! records the channels and coroutines it creates, so that [`Ctx::shutdown`] can close
-//! all of them and wait for every coroutine to end (Go's program just exits, leaving
-//! them blocked); series are not shared between checks (each check builds its own
-//! `Ones`); the end-of-series mark is sent once (Go's `Integ` sends it twice); and the
-//! run also computes tan x = sin x / cos x, with sin and cos defined by each other
-//! (sin = ∫cos, cos = 1 - ∫sin), which exercises `Recip`.
-//!
-//! The `Powser` workload of the `chan` suite, `benches/chan.rs` and the example time
-//! [`run`].
+//! Differences from Go's program: every run has its own context (`Context`) that records
+//! the channels and coroutines it creates, so that its tear-down can close all of them
+//! and join every coroutine (Go's program just exits, leaving them blocked); series are
+//! not shared between checks (each check builds its own `Ones`); the end-of-series mark
+//! is sent once (Go's `Integ` sends it twice); and the run also computes tan x =
+//! sin x / cos x, with sin and cos defined by each other (sin = ∫cos, cos = 1 - ∫sin),
+//! which exercises `Recip`.
 
 use std::fmt;
 use std::ops::{Add, Mul, Neg};
@@ -31,123 +22,81 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goro::chan::{channel, Receiver, RecvError, SendError, Sender};
+use goro::chan::{channel, Receiver, Sender};
 
 // ---- rationals ----
 
-/// A rational number in lowest terms with a positive denominator; a zero denominator
-/// marks the end of a finite series ([`Rat::END`]).
+/// A rational number in lowest terms with a positive denominator; `Rat::END` (a zero
+/// denominator) marks the end of a finite series.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Rat {
     num: i64,
     den: i64,
 }
 
-fn gcd(a: i64, b: i64) -> i64 {
-    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    i64::try_from(a).expect("gcd overflow")
-}
-
 impl Rat {
-    /// 0.
-    pub const ZERO: Rat = Rat { num: 0, den: 1 };
-    /// 1.
-    pub const ONE: Rat = Rat { num: 1, den: 1 };
-    /// The end of a finite series.
-    pub const END: Rat = Rat { num: 1, den: 0 };
+    const ZERO: Rat = Rat { num: 0, den: 1 };
+    const ONE: Rat = Rat { num: 1, den: 1 };
+    const END: Rat = Rat { num: 1, den: 0 };
 
-    /// num / den in lowest terms.
-    ///
-    /// # Panics
-    ///
-    /// If `den` is zero.
-    pub fn new(num: i64, den: i64) -> Rat {
+    /// num / den in lowest terms, from arguments wide enough for the unreduced results
+    /// of `+` and `*`. Panics if `den` is zero or the result overflows i64.
+    fn new(num: i128, den: i128) -> Rat {
         assert!(den != 0, "rational with a zero denominator");
-        let g = gcd(num, den);
-        let (num, den) = (num / g, den / g);
-        if den < 0 {
-            Rat {
-                num: -num,
-                den: -den,
-            }
-        } else {
-            Rat { num, den }
+        let (mut a, mut b) = (num, den);
+        while b != 0 {
+            (a, b) = (b, a % b);
         }
+        // a is the gcd up to its sign; dividing by g makes the denominator positive.
+        let g = a.abs() * den.signum();
+        let fit = |x: i128| i64::try_from(x / g).expect("rational arithmetic overflowed i64");
+        let (num, den) = (fit(num), fit(den));
+        Rat { num, den }
     }
 
-    /// The integer n.
-    pub fn int(n: i64) -> Rat {
-        Rat { num: n, den: 1 }
+    fn wide(self) -> (i128, i128) {
+        (self.num.into(), self.den.into())
     }
 
-    /// Whether this is the end mark.
-    pub fn is_end(self) -> bool {
+    fn is_end(self) -> bool {
         self.den == 0
     }
 
-    /// 1 / self.
-    ///
-    /// # Panics
-    ///
-    /// If self is zero.
-    pub fn recip(self) -> Rat {
+    fn recip(self) -> Rat {
         assert!(self.num != 0, "reciprocal of zero");
-        Rat::new(self.den, self.num)
+        Rat::new(self.den.into(), self.num.into())
     }
-}
-
-/// Panics on overflow, which would make the coefficients wrong.
-fn checked(x: Option<i64>) -> i64 {
-    x.expect("rational arithmetic overflowed i64")
 }
 
 impl Add for Rat {
     type Output = Rat;
     fn add(self, o: Rat) -> Rat {
-        debug_assert!(!self.is_end() && !o.is_end());
-        let g = gcd(self.den, o.den);
-        let (a, b) = (self.den / g, o.den / g);
-        let num =
-            checked(checked(self.num.checked_mul(b)).checked_add(checked(o.num.checked_mul(a))));
-        Rat::new(num, checked(self.den.checked_mul(b)))
+        let ((a, b), (c, d)) = (self.wide(), o.wide());
+        Rat::new(a * d + c * b, b * d)
     }
 }
 
 impl Mul for Rat {
     type Output = Rat;
     fn mul(self, o: Rat) -> Rat {
-        debug_assert!(!self.is_end() && !o.is_end());
-        // Cancel across first, so the products stay small; the result is then in
-        // lowest terms already.
-        let g1 = gcd(self.num, o.den);
-        let g2 = gcd(o.num, self.den);
-        let num = checked((self.num / g1).checked_mul(o.num / g2));
-        let den = checked((self.den / g2).checked_mul(o.den / g1));
-        Rat { num, den }
+        let ((a, b), (c, d)) = (self.wide(), o.wide());
+        Rat::new(a * c, b * d)
     }
 }
 
 impl Neg for Rat {
     type Output = Rat;
     fn neg(self) -> Rat {
-        Rat {
-            num: -self.num,
-            den: self.den,
-        }
+        Rat::new(-i128::from(self.num), self.den.into())
     }
 }
 
 impl fmt::Display for Rat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_end() {
-            write!(f, "end")
-        } else if self.den == 1 {
-            write!(f, "{}", self.num)
-        } else {
-            write!(f, "{}/{}", self.num, self.den)
+        match (self.num, self.den) {
+            (_, 0) => write!(f, "end"),
+            (n, 1) => write!(f, "{n}"),
+            (n, d) => write!(f, "{n}/{d}"),
         }
     }
 }
@@ -156,7 +105,7 @@ impl fmt::Display for Rat {
 
 /// The reading end of a series: send a request, receive the next coefficient.
 #[derive(Clone)]
-pub struct Series {
+struct Series {
     req: Sender<()>,
     dat: Receiver<Rat>,
 }
@@ -168,150 +117,114 @@ struct Feed {
     dat: Sender<Rat>,
 }
 
-/// A channel of the context was closed: the computation is being torn down.
-#[derive(Debug)]
-pub struct Closed;
+/// A channel of the run was closed: the run is being torn down.
+struct Closed;
 
-impl<T> From<SendError<T>> for Closed {
-    fn from(_: SendError<T>) -> Closed {
-        Closed
-    }
-}
-
-impl From<RecvError> for Closed {
-    fn from(_: RecvError) -> Closed {
+/// For `?` on channel operations: their errors (`SendError`, `RecvError`) mean `Closed`.
+impl<E: std::error::Error> From<E> for Closed {
+    fn from(_: E) -> Closed {
         Closed
     }
 }
 
 type Res<T = ()> = Result<T, Closed>;
 
-/// What one computation created, so that it can be torn down: every channel (to close)
-/// and every coroutine (to join); and the count of coefficients fetched from streams.
-#[derive(Clone)]
-pub struct Ctx {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
+/// What one run created, to tear it down: every channel (to close) and every coroutine
+/// (to join); and the count of coefficients fetched from streams.
+#[derive(Default)]
+struct Context {
     gets: AtomicU64,
     reg: goro::sync::Mutex<Registry>,
 }
 
+type Ctx = Arc<Context>;
+
 #[derive(Default)]
 struct Registry {
+    /// Set at shutdown: channels made afterwards are closed at once.
     closed: bool,
     signals: Vec<Sender<()>>,
     data: Vec<Sender<Rat>>,
     coroutines: Vec<goro::JoinHandle<()>>,
 }
 
-impl Default for Ctx {
-    fn default() -> Self {
-        Ctx::new()
-    }
-}
-
-impl Ctx {
-    /// An empty context.
-    pub fn new() -> Ctx {
-        Ctx {
-            inner: Arc::new(Inner {
-                gets: AtomicU64::new(0),
-                reg: goro::sync::Mutex::new(Registry::default()),
-            }),
-        }
+impl Context {
+    /// Counts `n` coefficients fetched. Relaxed: a coefficient is counted before it is
+    /// passed on, and the channel operations that pass it on order the count before
+    /// `run`'s read.
+    fn count(&self, n: u64) {
+        self.gets.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Coefficients fetched from streams so far (by `get` and `get2`, in every
-    /// coroutine of the context).
-    pub fn gets(&self) -> u64 {
-        self.inner.gets.load(Ordering::Relaxed)
-    }
-
-    /// An unbuffered signal channel, closed at shutdown.
+    /// An unbuffered signal channel.
     fn signal(&self) -> (Sender<()>, Receiver<()>) {
         let (tx, rx) = channel(0);
-        let mut reg = self.inner.reg.lock();
-        if reg.closed {
-            tx.close();
-        } else {
-            reg.signals.push(tx.clone());
-        }
+        self.track(&tx, None);
         (tx, rx)
     }
 
     /// A new series: its writing and reading ends.
     fn series(&self) -> (Feed, Series) {
-        let (req_tx, req_rx) = channel(0);
-        let (dat_tx, dat_rx) = channel(0);
-        {
-            let mut reg = self.inner.reg.lock();
-            if reg.closed {
-                req_tx.close();
-                dat_tx.close();
-            } else {
-                reg.signals.push(req_tx.clone());
-                reg.data.push(dat_tx.clone());
-            }
-        }
-        (
-            Feed {
-                req: req_rx,
-                dat: dat_tx,
-            },
-            Series {
-                req: req_tx,
-                dat: dat_rx,
-            },
-        )
-    }
-
-    /// Starts a coroutine of the computation; it ends when `f` returns (normally or
-    /// because a channel closed).
-    fn go(&self, f: impl FnOnce(Ctx) -> Res + Send + 'static) {
-        let ctx = self.clone();
-        let h = goro::go!(move || {
-            // `Closed` is the normal way out at shutdown.
-            let _ = f(ctx);
-        });
-        self.inner.reg.lock().coroutines.push(h);
-    }
-
-    /// Closes every channel of the computation, which ends every coroutine (each one
-    /// returns at its next or current channel operation), and waits for all of them.
-    /// Fails if one panicked. Call it from a coroutine (it parks while joining).
-    pub fn shutdown(&self) -> Result<(), String> {
-        let (signals, data) = {
-            let mut reg = self.inner.reg.lock();
-            reg.closed = true;
-            (
-                std::mem::take(&mut reg.signals),
-                std::mem::take(&mut reg.data),
-            )
+        let ((req, req_rx), (dat_tx, dat)) = (channel(0), channel(0));
+        self.track(&req, Some(&dat_tx));
+        let feed = Feed {
+            req: req_rx,
+            dat: dat_tx,
         };
-        for s in &signals {
-            s.close();
-        }
-        for s in &data {
-            s.close();
-        }
-        // Coroutines started during the tear-down are joined too.
-        loop {
-            let batch = std::mem::take(&mut self.inner.reg.lock().coroutines);
-            if batch.is_empty() {
-                return Ok(());
-            }
-            for h in batch {
-                h.join()
-                    .map_err(|_| "powser: a series coroutine panicked".to_string())?;
-            }
+        (feed, Series { req, dat })
+    }
+
+    /// Keeps new channels to close at shutdown, or closes them now if it has begun.
+    fn track(&self, signal: &Sender<()>, data: Option<&Sender<Rat>>) {
+        let mut reg = self.reg.lock();
+        if reg.closed {
+            signal.close();
+            data.into_iter().for_each(Sender::close);
+        } else {
+            reg.signals.push(signal.clone());
+            reg.data.extend(data.cloned());
         }
     }
 
-    fn count(&self, n: u64) {
-        self.inner.gets.fetch_add(n, Ordering::Relaxed);
+    /// Starts a coroutine of the run; `Closed` is its normal way out at shutdown.
+    fn go(self: &Arc<Self>, f: impl FnOnce(&Ctx) -> Res + Send + 'static) {
+        let ctx = Arc::clone(self);
+        let h = goro::go!(move || f(&ctx).unwrap_or(()));
+        self.reg.lock().coroutines.push(h);
     }
+
+    /// Closes every channel of the run, which ends every coroutine at its current or
+    /// next channel operation, and joins them all, those started meanwhile too. Fails if
+    /// one panicked.
+    fn shutdown(&self) -> Result<(), String> {
+        let mut panicked = false;
+        loop {
+            let coroutines = {
+                let mut reg = self.reg.lock();
+                reg.closed = true;
+                reg.signals.drain(..).for_each(|s| s.close());
+                reg.data.drain(..).for_each(|s| s.close());
+                std::mem::take(&mut reg.coroutines)
+            };
+            if coroutines.is_empty() {
+                break;
+            }
+            for h in coroutines {
+                panicked |= h.join().is_err();
+            }
+        }
+        if panicked {
+            return Err("powser: a series coroutine panicked".to_string());
+        }
+        Ok(())
+    }
+}
+
+/// A new series, fed by `f` in a coroutine of its own.
+fn stream(ctx: &Ctx, f: impl FnOnce(&Ctx, Feed) -> Res + Send + 'static) -> Series {
+    let (z, zs) = ctx.series();
+    ctx.go(move |ctx| f(ctx, z));
+    zs
 }
 
 /// Fetches the next coefficient of `s` (Go: `get`).
@@ -322,97 +235,69 @@ fn get(ctx: &Ctx, s: &Series) -> Res<Rat> {
     Ok(v)
 }
 
-/// Waits for a request on `f` and answers it with `v` (Go: `put`).
-fn put(f: &Feed, v: Rat) -> Res {
-    f.req.recv()?;
-    f.dat.send(v)?;
-    Ok(())
+/// Waits for a request on `z` and answers it with `v` (Go: `put`).
+fn put(z: &Feed, v: Rat) -> Res {
+    z.req.recv()?;
+    Ok(z.dat.send(v)?)
 }
 
-/// Where `get2` is with one of its two series.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// The request is still to be sent.
-    Ask,
-    /// Requested; the coefficient is still to be received.
-    Wait,
-    /// Received.
-    Done,
-}
-
-/// Which operation of `get2` completed: series 0 or 1, the request or the datum.
-enum Step {
-    Asked(usize),
-    Got(usize, Rat),
-}
-
-/// Fetches one coefficient from each of two series at once, in whatever order they
-/// come (Go: `getn` with n = 2, a select over the two requests and the two data
-/// channels, a nil channel standing for a finished operation). With both series
-/// pending this is a two-arm `select!`, with one a plain operation.
+/// Fetches one coefficient from each of two series, in whatever order they come (Go:
+/// `getn` with n = 2): a `select!` over the pending operations while both series have
+/// one, then a plain operation.
 fn get2(ctx: &Ctx, a: &Series, b: &Series) -> Res<[Rat; 2]> {
     let s = [a, b];
-    let mut phase = [Phase::Ask; 2];
     let mut out = [Rat::ZERO; 2];
-    for _ in 0..4 {
-        let step = match (phase[0], phase[1]) {
-            (Phase::Done, Phase::Done) => unreachable!("get2: four steps make two gets"),
-            (p, Phase::Done) => single(s[0], p, 0)?,
-            (Phase::Done, p) => single(s[1], p, 1)?,
-            (p0, p1) => both(s, [p0, p1])?,
+    let i = goro::select! {
+        send(a.req, ()) -> r => { r?; 0 },
+        send(b.req, ()) -> r => { r?; 1 },
+    };
+    let j = 1 - i;
+    // Series i was asked first: its coefficient, or j's request, goes next.
+    let got_i = goro::select! {
+        recv(s[i].dat) -> r => Some(r?),
+        send(s[j].req, ()) -> r => { r?; None },
+    };
+    if let Some(v) = got_i {
+        out[i] = v;
+        s[j].req.send(())?;
+        out[j] = s[j].dat.recv()?;
+    } else {
+        let (k, v) = goro::select! {
+            recv(a.dat) -> r => (0, r?),
+            recv(b.dat) -> r => (1, r?),
         };
-        match step {
-            Step::Asked(i) => phase[i] = Phase::Wait,
-            Step::Got(i, v) => {
-                out[i] = v;
-                phase[i] = Phase::Done;
-            }
-        }
+        out[k] = v;
+        out[1 - k] = s[1 - k].dat.recv()?;
     }
     ctx.count(2);
     Ok(out)
 }
 
-/// One pending operation of `get2`, done directly.
-fn single(s: &Series, p: Phase, i: usize) -> Res<Step> {
-    Ok(match p {
-        Phase::Ask => {
-            s.req.send(())?;
-            Step::Asked(i)
-        }
-        _ => Step::Got(i, s.dat.recv()?),
-    })
-}
-
-/// Two pending operations of `get2`: whichever completes first.
-fn both(s: [&Series; 2], p: [Phase; 2]) -> Res<Step> {
-    Ok(match p {
-        [Phase::Ask, Phase::Ask] => goro::select! {
-            send(s[0].req, ()) -> r => { r?; Step::Asked(0) },
-            send(s[1].req, ()) -> r => { r?; Step::Asked(1) },
-        },
-        [Phase::Ask, _] => goro::select! {
-            send(s[0].req, ()) -> r => { r?; Step::Asked(0) },
-            recv(s[1].dat) -> r => Step::Got(1, r?),
-        },
-        [_, Phase::Ask] => goro::select! {
-            recv(s[0].dat) -> r => Step::Got(0, r?),
-            send(s[1].req, ()) -> r => { r?; Step::Asked(1) },
-        },
-        _ => goro::select! {
-            recv(s[0].dat) -> r => Step::Got(0, r?),
-            recv(s[1].dat) -> r => Step::Got(1, r?),
-        },
-    })
-}
-
-/// Answers every request on `to` with the next coefficient of `from`.
-fn copy(ctx: &Ctx, from: &Series, to: &Feed) -> Res {
+/// Answers every request on `z` with the next coefficient of `u`.
+fn copy(ctx: &Ctx, u: &Series, z: &Feed) -> Res {
     loop {
-        to.req.recv()?;
-        let v = get(ctx, from)?;
-        to.dat.send(v)?;
+        z.req.recv()?;
+        z.dat.send(get(ctx, u)?)?;
     }
+}
+
+/// Answers the request on `z` that has come, and every later one, with `f(i, a)` for
+/// the next coefficient `a` of `u` (i = 1, 2, ...); when `u` ends, with the end mark.
+fn answer(ctx: &Ctx, u: &Series, z: &Feed, f: impl Fn(i128, Rat) -> Rat) -> Res {
+    for i in 1.. {
+        let a = get(ctx, u)?;
+        if a.is_end() {
+            break;
+        }
+        z.dat.send(f(i, a))?;
+        z.req.recv()?;
+    }
+    end(z)
+}
+
+/// Sends the end mark on `z`, which has been asked.
+fn end(z: &Feed) -> Res {
+    Ok(z.dat.send(Rat::END)?)
 }
 
 // ---- split: one series read by two consumers at their own pace ----
@@ -422,426 +307,261 @@ fn copy(ctx: &Ctx, from: &Series, to: &Feed) -> Res {
 /// serves further requests), and delivers the coefficient to both outputs — first to
 /// the one that asked, then, once the previous generation is done (`wait`), to the
 /// other. `out[0]` is the output the newest generation serves.
-fn split_generation(ctx: Ctx, input: Series, mut out: [Feed; 2], wait: Receiver<()>) -> Res {
-    let mut both = false;
-    let mut swap = false;
-    goro::select! {
-        recv(out[0].req) -> r => r?,
-        recv(wait) -> r => {
-            r?;
-            both = true;
-            goro::select! {
-                recv(out[0].req) -> r => r?,
-                recv(out[1].req) -> r => { r?; swap = true; },
-            }
-        },
-    }
-    if swap {
-        out.swap(0, 1);
+fn split_generation(ctx: &Ctx, input: Series, mut out: [Feed; 2], wait: Receiver<()>) -> Res {
+    let prev_done = goro::select! {
+        recv(out[0].req) -> r => { r?; false },
+        recv(wait) -> r => { r?; true },
+    };
+    if prev_done {
+        goro::select! {
+            recv(out[0].req) -> r => r?,
+            recv(out[1].req) -> r => { r?; out.swap(0, 1) },
+        }
     }
     input.req.send(())?;
     let (release, next_wait) = ctx.signal();
-    {
-        let (input, out) = (input.clone(), out.clone());
-        ctx.go(move |ctx| split_generation(ctx, input, out, next_wait));
-    }
+    let (next_input, next_out) = (input.clone(), out.clone());
+    ctx.go(move |ctx| split_generation(ctx, next_input, next_out, next_wait));
     let v = input.dat.recv()?;
     ctx.count(1);
     out[0].dat.send(v)?;
-    if !both {
+    if !prev_done {
         wait.recv()?;
     }
-    out[1].req.recv()?;
-    out[1].dat.send(v)?;
-    release.send(())?;
-    Ok(())
+    put(&out[1], v)?;
+    Ok(release.send(())?)
 }
 
-/// Makes the writing ends `out` copies of `input` (Go: `split`). Blocks until the first
+/// Makes the writing ends `out` copies of `input` (Go: `split`), once the first
 /// generation has taken its start signal.
 fn split_into(ctx: &Ctx, input: Series, out: [Feed; 2]) -> Res {
     let (release, wait) = ctx.signal();
     ctx.go(move |ctx| split_generation(ctx, input, out, wait));
-    release.send(())?;
-    Ok(())
+    Ok(release.send(())?)
 }
 
 /// Two copies of `u` (Go: `Split`).
 fn split(ctx: &Ctx, u: Series) -> [Series; 2] {
-    let (f0, s0) = ctx.series();
-    let (f1, s1) = ctx.series();
-    ctx.go(move |ctx| split_into(&ctx, u, [f0, f1]));
+    let ((f0, s0), (f1, s1)) = (ctx.series(), ctx.series());
+    ctx.go(move |ctx| split_into(ctx, u, [f0, f1]));
     [s0, s1]
 }
 
 // ---- series and operations ----
 
 /// c, c, c, ... (Go: `Rep`).
-pub fn rep(ctx: &Ctx, c: Rat) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |_| loop {
+fn rep(ctx: &Ctx, c: Rat) -> Series {
+    stream(ctx, move |_, z| loop {
         put(&z, c)?;
-    });
-    zs
-}
-
-/// 1/(1-x) = 1 + x + x² + ...
-pub fn ones(ctx: &Ctx) -> Series {
-    rep(ctx, Rat::ONE)
-}
-
-/// 2/(1-x).
-pub fn twos(ctx: &Ctx) -> Series {
-    rep(ctx, Rat::int(2))
+    })
 }
 
 /// U + V.
-pub fn add(ctx: &Ctx, u: Series, v: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| loop {
+fn add(ctx: &Ctx, u: Series, v: Series) -> Series {
+    stream(ctx, move |ctx, z| loop {
         z.req.recv()?;
-        let [a, b] = get2(&ctx, &u, &v)?;
+        let [a, b] = get2(ctx, &u, &v)?;
         match (a.is_end(), b.is_end()) {
             (false, false) => z.dat.send(a + b)?,
-            (true, false) => {
-                z.dat.send(b)?;
-                return copy(&ctx, &v, &z);
-            }
-            (false, true) => {
-                z.dat.send(a)?;
-                return copy(&ctx, &u, &z);
-            }
-            (true, true) => {
-                z.dat.send(Rat::END)?;
-                return Ok(());
+            (true, true) => return end(&z),
+            // One has ended: the rest of the sum is the other.
+            (a_ended, _) => {
+                let (c, rest) = if a_ended { (b, &v) } else { (a, &u) };
+                z.dat.send(c)?;
+                return copy(ctx, rest, &z);
             }
         }
-    });
-    zs
+    })
 }
 
 /// c·U.
-pub fn cmul(ctx: &Ctx, c: Rat, u: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| loop {
+fn cmul(ctx: &Ctx, c: Rat, u: Series) -> Series {
+    stream(ctx, move |ctx, z| {
         z.req.recv()?;
-        let a = get(&ctx, &u)?;
-        if a.is_end() {
-            z.dat.send(Rat::END)?;
-            return Ok(());
-        }
-        z.dat.send(c * a)?;
-    });
-    zs
-}
-
-/// U - V.
-pub fn sub(ctx: &Ctx, u: Series, v: Series) -> Series {
-    let minus_v = cmul(ctx, -Rat::ONE, v);
-    add(ctx, u, minus_v)
+        answer(ctx, &u, &z, |_, a| c * a)
+    })
 }
 
 /// c + x·U.
-pub fn shift(ctx: &Ctx, c: Rat, u: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
+fn shift(ctx: &Ctx, c: Rat, u: Series) -> Series {
+    stream(ctx, move |ctx, z| {
         put(&z, c)?;
-        copy(&ctx, &u, &z)
-    });
-    zs
+        copy(ctx, &u, &z)
+    })
 }
 
 /// U·V. With U = u + x·UU and V = v + x·VV:
 /// U·V = u·v + x·(u·VV + v·UU) + x²·UU·VV.
-pub fn mul(ctx: &Ctx, u: Series, v: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
+fn mul(ctx: &Ctx, u: Series, v: Series) -> Series {
+    stream(ctx, move |ctx, z| {
         z.req.recv()?;
-        let [a, b] = get2(&ctx, &u, &v)?;
+        let [a, b] = get2(ctx, &u, &v)?;
         if a.is_end() || b.is_end() {
-            z.dat.send(Rat::END)?;
-            return Ok(());
+            return end(&z);
         }
         z.dat.send(a * b)?;
-        let [uu0, uu1] = split(&ctx, u);
-        let [vv0, vv1] = split(&ctx, v);
-        let av = cmul(&ctx, a, vv0);
-        let bu = cmul(&ctx, b, uu0);
-        let w = add(&ctx, av, bu);
+        let ([uu0, uu1], [vv0, vv1]) = (split(ctx, u), split(ctx, v));
+        let w = add(ctx, cmul(ctx, a, vv0), cmul(ctx, b, uu0));
         z.req.recv()?;
-        let first = get(&ctx, &w)?;
-        z.dat.send(first)?;
-        let rest = mul(&ctx, uu1, vv1);
-        let tail = add(&ctx, w, rest);
-        copy(&ctx, &tail, &z)
-    });
-    zs
+        z.dat.send(get(ctx, &w)?)?;
+        let tail = add(ctx, w, mul(ctx, uu1, vv1));
+        copy(ctx, &tail, &z)
+    })
 }
 
 /// dU/dx.
-pub fn diff(ctx: &Ctx, u: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
+fn diff(ctx: &Ctx, u: Series) -> Series {
+    stream(ctx, move |ctx, z| {
         z.req.recv()?;
-        let a = get(&ctx, &u)?;
-        if !a.is_end() {
-            for i in 1.. {
-                let a = get(&ctx, &u)?;
-                if a.is_end() {
-                    break;
-                }
-                z.dat.send(Rat::int(i) * a)?;
-                z.req.recv()?;
-            }
+        if get(ctx, &u)?.is_end() {
+            return end(&z);
         }
-        z.dat.send(Rat::END)?;
-        Ok(())
-    });
-    zs
+        answer(ctx, &u, &z, |i, a| Rat::new(i, 1) * a)
+    })
 }
 
 /// c + ∫U dx.
-pub fn integ(ctx: &Ctx, c: Rat, u: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
+fn integ(ctx: &Ctx, c: Rat, u: Series) -> Series {
+    stream(ctx, move |ctx, z| {
         put(&z, c)?;
-        for i in 1.. {
-            z.req.recv()?;
-            let a = get(&ctx, &u)?;
-            if a.is_end() {
-                z.dat.send(Rat::END)?;
-                return Ok(());
-            }
-            z.dat.send(Rat::new(1, i) * a)?;
-        }
-        Ok(())
-    });
-    zs
+        z.req.recv()?;
+        answer(ctx, &u, &z, |i, a| Rat::new(1, i) * a)
+    })
 }
 
 /// 1/U. With U = u + x·UU and 1/U = z + x·ZZ: z = 1/u and ZZ = -z·UU·(z + x·ZZ), a
 /// series defined by itself, fed back through a split.
-pub fn recip(ctx: &Ctx, u: Series) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
-        let (f0, s0) = ctx.series();
-        let (f1, s1) = ctx.series();
+fn recip(ctx: &Ctx, u: Series) -> Series {
+    stream(ctx, move |ctx, z| {
+        let ((f0, s0), (f1, s1)) = (ctx.series(), ctx.series());
         z.req.recv()?;
-        let r = get(&ctx, &u)?.recip();
+        let r = get(ctx, &u)?.recip();
         z.dat.send(r)?;
-        let minus_ruu = cmul(&ctx, -r, u);
-        let fed_back = shift(&ctx, r, s0);
-        let zz = mul(&ctx, minus_ruu, fed_back);
-        split_into(&ctx, zz, [f0, f1])?;
-        copy(&ctx, &s1, &z)
-    });
-    zs
+        let zz = mul(ctx, cmul(ctx, -r, u), shift(ctx, r, s0));
+        split_into(ctx, zz, [f0, f1])?;
+        copy(ctx, &s1, &z)
+    })
 }
 
 /// exp(U) for U with a zero constant term (the constant term is ignored, as in Go):
 /// Z = exp(U) satisfies Z' = Z·U', so Z = 1 + ∫Z·U' dx, fed back through a split.
-pub fn exp(ctx: &Ctx, u: Series) -> Res<Series> {
-    let (f0, s0) = ctx.series();
-    let (f1, s1) = ctx.series();
-    let du = diff(ctx, u);
-    let prod = mul(ctx, s0, du);
-    let z = integ(ctx, Rat::ONE, prod);
+fn exp(ctx: &Ctx, u: Series) -> Res<Series> {
+    let ((f0, s0), (f1, s1)) = (ctx.series(), ctx.series());
+    let z = integ(ctx, Rat::ONE, mul(ctx, s0, diff(ctx, u)));
     split_into(ctx, z, [f0, f1])?;
     Ok(s1)
 }
 
 /// U(c·xⁿ): coefficient i of U times cⁱ, followed by n - 1 zeros.
-pub fn mon_subst(ctx: &Ctx, u: Series, c0: Rat, n: usize) -> Series {
-    let (z, zs) = ctx.series();
-    ctx.go(move |ctx| {
+fn mon_subst(ctx: &Ctx, u: Series, c0: Rat, n: usize) -> Series {
+    stream(ctx, move |ctx, z| {
         let mut c = Rat::ONE;
         loop {
             z.req.recv()?;
-            let a = get(&ctx, &u)?;
+            let a = get(ctx, &u)?;
             if a.is_end() {
-                z.dat.send(Rat::END)?;
-                return Ok(());
+                return end(&z);
             }
             z.dat.send(a * c)?;
             c = c * c0;
             for _ in 1..n {
-                z.req.recv()?;
-                z.dat.send(Rat::ZERO)?;
+                put(&z, Rat::ZERO)?;
             }
         }
-    });
-    zs
+    })
 }
 
-/// (sin x, cos x), defined by each other: sin = ∫cos, cos = 1 - ∫sin.
-pub fn sin_cos(ctx: &Ctx) -> Res<(Series, Series)> {
-    let (sin_f0, sin_s0) = ctx.series();
-    let (sin_f1, sin_s1) = ctx.series();
-    let (cos_f0, cos_s0) = ctx.series();
-    let (cos_f1, cos_s1) = ctx.series();
-    let sin = integ(ctx, Rat::ZERO, cos_s0);
-    split_into(ctx, sin, [sin_f0, sin_f1])?;
-    let minus_sin = cmul(ctx, -Rat::ONE, sin_s0);
-    let cos = integ(ctx, Rat::ONE, minus_sin);
+/// tan x = sin x / cos x, with sin = ∫cos and cos = 1 - ∫sin, both fed back through
+/// splits.
+fn tan(ctx: &Ctx) -> Res<Series> {
+    let ((sin_f0, sin0), (sin_f1, sin1)) = (ctx.series(), ctx.series());
+    let ((cos_f0, cos0), (cos_f1, cos1)) = (ctx.series(), ctx.series());
+    split_into(ctx, integ(ctx, Rat::ZERO, cos0), [sin_f0, sin_f1])?;
+    let cos = integ(ctx, Rat::ONE, cmul(ctx, -Rat::ONE, sin0));
     split_into(ctx, cos, [cos_f0, cos_f1])?;
-    Ok((sin_s1, cos_s1))
+    Ok(mul(ctx, sin1, recip(ctx, cos1)))
 }
 
 // ---- the run ----
 
 /// Coefficients checked per series (Go's N).
-pub const TERMS: usize = 10;
+const TERMS: usize = 10;
 
-/// One computed series: its name and first coefficients.
-pub type Computed = (&'static str, Vec<Rat>);
+/// The series of a run and their first coefficients, as `Rat` displays them (in lowest
+/// terms, so equal strings are equal rationals). exp(x/(1-x)) = Σ a(k)·xᵏ/k! with a =
+/// OEIS A000262.
+const EXPECTED: [(&str, &str); 10] = [
+    ("ones", "1 1 1 1 1"),
+    ("ones+twos", "3 3 3 3 3 3 3 3 3 3"),
+    ("d/dx ones", "1 2 3 4 5 6 7 8 9 10"),
+    ("∫ones", "0 1 1/2 1/3 1/4 1/5 1/6 1/7 1/8 1/9"),
+    ("-1·twos", "-2 -2 -2 -2 -2 -2 -2 -2 -2 -2"),
+    ("ones-twos", "-1 -1 -1 -1 -1 -1 -1 -1 -1 -1"),
+    ("ones·ones", "1 2 3 4 5 6 7 8 9 10"),
+    (
+        "exp(ones)",
+        "1 1 3/2 13/6 73/24 167/40 4051/720 37633/5040 43817/4480 4596553/362880",
+    ),
+    ("atan", "0 1 0 -1/3 0 1/5 0 -1/7 0 1/9"),
+    ("tan", "0 1 0 1/3 0 2/15 0 17/315 0 62/2835"),
+];
 
-/// The series of one run and their expected first [`TERMS`] coefficients.
-fn expected() -> Vec<(&'static str, Vec<Rat>)> {
-    let n = TERMS as i64;
-    let r = Rat::new;
-    // exp(x/(1-x)) = Σ a(k) xᵏ / k!, with a(0) = a(1) = 1 and
-    // a(k) = (2k-1)·a(k-1) - (k-1)(k-2)·a(k-2) (OEIS A000262).
-    let mut a = vec![1i64, 1];
-    for k in 2..n {
-        a.push((2 * k - 1) * a[k as usize - 1] - (k - 1) * (k - 2) * a[k as usize - 2]);
-    }
-    let mut fact = 1i64;
-    let exp: Vec<Rat> = (0..n)
-        .map(|k| {
-            if k > 0 {
-                fact *= k;
-            }
-            r(a[k as usize], fact)
-        })
-        .collect();
-    vec![
-        ("ones", vec![Rat::ONE; 5]),
-        ("ones+twos", vec![Rat::int(3); TERMS]),
-        ("d/dx ones", (1..=n).map(Rat::int).collect()),
-        (
-            "∫ones",
-            (0..n)
-                .map(|k| if k == 0 { Rat::ZERO } else { r(1, k) })
-                .collect(),
-        ),
-        ("-1·twos", vec![Rat::int(-2); TERMS]),
-        ("ones-twos", vec![Rat::int(-1); TERMS]),
-        ("ones·ones", (1..=n).map(Rat::int).collect()),
-        ("exp(ones)", exp),
-        (
-            "atan",
-            (0..n)
-                .map(|k| match k % 4 {
-                    1 => r(1, k),
-                    3 => r(-1, k),
-                    _ => Rat::ZERO,
-                })
-                .collect(),
-        ),
-        (
-            "tan",
-            vec![
-                Rat::ZERO,
-                Rat::ONE,
-                Rat::ZERO,
-                r(1, 3),
-                Rat::ZERO,
-                r(2, 15),
-                Rat::ZERO,
-                r(17, 315),
-                Rat::ZERO,
-                r(62, 2835),
-            ],
-        ),
-    ]
-}
-
-/// Reads the first `n` coefficients of `s`.
-fn take(ctx: &Ctx, s: &Series, n: usize) -> Res<Vec<Rat>> {
-    (0..n).map(|_| get(ctx, s)).collect()
-}
-
-/// Computes the run's series in `ctx` (Go's test, plus tan x).
-fn compute(ctx: &Ctx) -> Res<Vec<Computed>> {
-    let n = TERMS;
-    let mut out = Vec::new();
-    out.push(("ones", take(ctx, &ones(ctx), 5)?));
-    let s = add(ctx, ones(ctx), twos(ctx));
-    out.push(("ones+twos", take(ctx, &s, n)?));
-    let s = diff(ctx, ones(ctx));
-    out.push(("d/dx ones", take(ctx, &s, n)?));
-    let s = integ(ctx, Rat::ZERO, ones(ctx));
-    out.push(("∫ones", take(ctx, &s, n)?));
-    let s = cmul(ctx, -Rat::ONE, twos(ctx));
-    out.push(("-1·twos", take(ctx, &s, n)?));
-    let s = sub(ctx, ones(ctx), twos(ctx));
-    out.push(("ones-twos", take(ctx, &s, n)?));
-    let s = mul(ctx, ones(ctx), ones(ctx));
-    out.push(("ones·ones", take(ctx, &s, n)?));
-    let s = exp(ctx, ones(ctx))?;
-    out.push(("exp(ones)", take(ctx, &s, n)?));
+/// Computes the run's series, one after the other (Go's test, plus tan x); one per
+/// entry of [`EXPECTED`].
+fn compute(ctx: &Ctx) -> Res<[(&'static str, Vec<Rat>); 10]> {
+    let take = |s: Series, n: usize| (0..n).map(|_| get(ctx, &s)).collect::<Res<Vec<_>>>();
+    let ones = || rep(ctx, Rat::ONE);
+    let twos = || rep(ctx, Rat::new(2, 1));
+    let minus = |u| cmul(ctx, -Rat::ONE, u);
     // atan x = ∫ 1/(1+x²) dx, and 1/(1+x²) is ones with x replaced by -x².
-    let s = integ(ctx, Rat::ZERO, mon_subst(ctx, ones(ctx), -Rat::ONE, 2));
-    out.push(("atan", take(ctx, &s, n)?));
-    let (sin, cos) = sin_cos(ctx)?;
-    let s = mul(ctx, sin, recip(ctx, cos));
-    out.push(("tan", take(ctx, &s, n)?));
-    Ok(out)
+    let atan = || integ(ctx, Rat::ZERO, mon_subst(ctx, ones(), -Rat::ONE, 2));
+    Ok([
+        ("ones", take(ones(), 5)?),
+        ("ones+twos", take(add(ctx, ones(), twos()), TERMS)?),
+        ("d/dx ones", take(diff(ctx, ones()), TERMS)?),
+        ("∫ones", take(integ(ctx, Rat::ZERO, ones()), TERMS)?),
+        ("-1·twos", take(minus(twos()), TERMS)?),
+        ("ones-twos", take(add(ctx, ones(), minus(twos())), TERMS)?),
+        ("ones·ones", take(mul(ctx, ones(), ones()), TERMS)?),
+        ("exp(ones)", take(exp(ctx, ones())?, TERMS)?),
+        ("atan", take(atan(), TERMS)?),
+        ("tan", take(tan(ctx)?, TERMS)?),
+    ])
 }
 
 /// The result of one run.
 pub struct PowserRun {
     /// Each series and its coefficients.
-    pub series: Vec<Computed>,
+    pub series: Vec<(&'static str, Vec<Rat>)>,
     /// Time to compute them (tear-down not included).
     pub elapsed: Duration,
     /// Coefficients fetched from streams, in all coroutines.
     pub gets: u64,
 }
 
-/// Computes and checks the series, in a fresh context which it then tears down. Call
-/// it from a coroutine. Only the computation is timed. Fails if a coefficient is wrong
-/// (or a coroutine panicked).
+/// Computes the series in a fresh context, tears it down and checks them. Call it from
+/// a coroutine. Only the computation is timed. Fails if a coefficient is wrong or a
+/// coroutine panicked.
 pub fn run() -> Result<PowserRun, String> {
-    let ctx = Ctx::new();
+    let ctx = Ctx::default();
     let start = Instant::now();
     let computed = compute(&ctx);
     let elapsed = start.elapsed();
-    let gets = ctx.gets();
+    let gets = ctx.gets.load(Ordering::Relaxed); // Relaxed: see `Context::count`
     ctx.shutdown()?;
     let series = computed.map_err(|Closed| "powser: a channel closed early".to_string())?;
-    check(&series)?;
+    for ((name, coefs), (want_name, want)) in series.iter().zip(EXPECTED) {
+        let got: Vec<String> = coefs.iter().map(Rat::to_string).collect();
+        let got = got.join(" ");
+        if *name != want_name || got != want {
+            let msg = format!("powser: {name}: got {got}, expected ({want_name}) {want}");
+            return Err(msg);
+        }
+    }
+    let series = series.into();
     Ok(PowserRun {
         series,
         elapsed,
         gets,
     })
-}
-
-/// Compares the computed coefficients with the expected ones, exactly.
-pub fn check(series: &[Computed]) -> Result<(), String> {
-    let want = expected();
-    if series.len() != want.len() {
-        return Err(format!(
-            "powser: {} series computed, {} expected",
-            series.len(),
-            want.len()
-        ));
-    }
-    for ((name, got), (wname, want)) in series.iter().zip(&want) {
-        if name != wname || got != want {
-            let show = |v: &[Rat]| {
-                v.iter()
-                    .map(|r| r.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            return Err(format!(
-                "powser: {name}: got {}, expected ({wname}) {}",
-                show(got),
-                show(want)
-            ));
-        }
-    }
-    Ok(())
 }
