@@ -5,30 +5,26 @@
 //!   enough for every task here: none keeps a large buffer or recurses). The body of
 //!   every workload runs in a coroutine of its own (as Go's main goroutine is a
 //!   goroutine); the calling thread only joins it.
-//! - channels: may 0.3 has no bounded or rendezvous channel: `may::sync::{mpsc, mpmc,
-//!   spsc}` are all unbounded. Where the workload never has more than one value in a
-//!   channel (chain, chainbuf, pingpong, spawn_park: [`Tasks::pipe`]) a bound would
-//!   never make a sender wait, so they use `may::sync::mpsc` as it is (and `chain` and
-//!   `chainbuf` are the same program). The sieve's generator would run away on an
-//!   unbounded channel, so its channels are `mpsc` plus a `may::sync::Semphore` of one
-//!   credit ([`Tx`]). The sieve is ~13 million such hand-offs, each parking and waking
-//!   a coroutine on both the channel and the semaphore: about 20 s on a 2-core machine
-//!   (tokio: about 3 s), well inside `compare`'s default 60 s worker timeout.
+//! - channels: may 0.3 has no bounded or rendezvous channel (`may::sync::{mpsc, mpmc,
+//!   spsc}` are unbounded). Where a workload never has more than one value in a channel
+//!   ([`Tasks::pipe`]: chain, chainbuf, pingpong, spawn_park) a bound would never make a
+//!   sender wait, so they use `may::sync::mpsc` as it is (and `chain` and `chainbuf` are
+//!   the same program). The sieve's generator would run away on an unbounded channel,
+//!   so its channels are `mpsc` plus a `may::sync::Semphore` of one credit (`Tx`):
+//!   ~13 million hand-offs, each parking and waking a coroutine twice, about 20 s on a
+//!   2-core machine, inside `compare`'s default 60 s worker timeout.
 //! - the mutex is `may::sync::Mutex` (a coroutine waiting for it is parked, not its
 //!   thread); yield is `may::coroutine::yield_now`, sleep `may::coroutine::sleep`.
 //! - echo: `may::net`, one coroutine per connection (read, then `write_all`).
 //!
-//! What may cannot do here: every coroutine stack is a separate `mmap` with a
-//! `PROT_NONE` guard page at its bottom (generator's `Stack::new`), i.e. two kernel
-//! memory mappings per live coroutine (measured: 10 000 parked coroutines add 18 000
-//! mappings, the other 1 000 come from may's pool, allocated at start-up). Linux caps
-//! mappings per process at `vm.max_map_count` (65 530 by default), so about 32 700
-//! coroutines can be alive at once. Past that the stack allocation fails (ENOMEM) and
-//! may panics inside `spawn` ("failed to alloc sys stack"); with `RUST_BACKTRACE=1`
-//! the panic's own backtrace then fails to allocate and the process deadlocks. So
-//! `spawn_join` (100 000 spawned before the first join; with 2 workers spawn #65 474
-//! failed) and `spawn_park` (up to 1 000 000 parked) are refused up front, with the
-//! numbers, when the limit cannot hold them.
+//! What may cannot do here: every coroutine stack is its own `mmap` plus a `PROT_NONE`
+//! guard page (generator's `Stack::new`), two of the `vm.max_map_count` (65 530 by
+//! default) kernel mappings a process may have, so about 32 700 coroutines can be
+//! alive at once. Past that may panics inside `spawn` ("failed to alloc sys stack";
+//! with `RUST_BACKTRACE=1` the backtrace then fails to allocate and the process
+//! deadlocks), so `spawn_join` (100 000 spawned before the first join) and
+//! `spawn_park` (up to 1 000 000 parked) are refused up front, with the numbers, when
+//! the limit cannot hold them ([`Tasks::room`]).
 
 use std::io::{ErrorKind, Read, Write};
 use std::panic::AssertUnwindSafe;
