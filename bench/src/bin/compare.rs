@@ -21,11 +21,11 @@
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use goro_bench::contenders::{self, Contender};
-use goro_bench::harness::orchestrate::{Launcher, Load};
+use goro_bench::harness::orchestrate::{Launcher, Settings};
 use goro_bench::harness::report::{self, fmt_num, Got, Results, RowResult, Run};
 use goro_bench::harness::{go, procfs};
 use goro_bench::workloads::{self, Suite, Workload, README_ROWS};
@@ -78,27 +78,8 @@ struct RunArgs {
     /// Runs per contender and row.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=100))]
     rounds: u16,
-    /// Bound of one worker run, seconds.
-    #[arg(long, default_value_t = 60)]
-    timeout: u64,
-    /// Time of one sized run of a Go benchmark port (Go's -benchtime), ms.
-    #[arg(long, default_value_t = 200)]
-    target_ms: u64,
-    /// Echo: measured seconds per run.
-    #[arg(long, default_value_t = 2.0)]
-    secs: f64,
-    /// Echo: warm-up seconds per run.
-    #[arg(long, default_value_t = 0.5)]
-    warmup: f64,
-    /// Blocking: bursts of blockers per ticker run.
-    #[arg(long, default_value_t = 20)]
-    bursts: u64,
-    /// Echo: another build's echo server (`PATH --addr ADDR`) as the contender `base`.
-    #[arg(long)]
-    baseline: Option<PathBuf>,
-    /// Echo: the load generator.
-    #[arg(long, value_enum, default_value = "goro")]
-    load: Load,
+    #[command(flatten)]
+    children: Settings,
     /// Writes every run's figures, the medians and the machine as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -128,7 +109,7 @@ fn main() {
             None => usage(&format!("unknown contender {contender:?}")),
         },
         Some(Cmd::Load(cfg)) => workloads::echo::main(&cfg),
-        None => run(&cli.run),
+        None => measure(&cli.run).unwrap_or_else(|e| usage(&e)),
     };
     let _ = std::io::stdout().flush();
     // Exit without waiting for anything: a worker may leave tasks parked (the sieve's
@@ -183,67 +164,47 @@ fn selection(a: &RunArgs) -> Result<Vec<&'static Workload>, String> {
     if a.readme {
         only.extend(README_ROWS);
     }
-    if !only.is_empty() {
-        for name in &only {
-            Workload::find(name).ok_or_else(|| format!("no workload or row {name:?}"))?;
-        }
-        let picked = |w: &Workload| only.iter().any(|n| w.rows().any(|r| r.name == *n));
-        return Ok(workloads::ALL.iter().filter(|w| picked(w)).collect());
+    if let Some(name) = only.iter().find(|n| Workload::find(n).is_none()) {
+        return Err(format!("no workload or row {name:?}"));
     }
+    // --only (or --readme) overrides --suite.
     let mut suites = Vec::new();
-    for s in &a.suite {
-        if s == "all" {
-            return Ok(workloads::ALL.iter().collect());
+    for s in a.suite.iter().filter(|_| only.is_empty()) {
+        match s.as_str() {
+            "all" => suites.extend(Suite::value_variants()),
+            _ => suites.push(Suite::from_str(s, true).map_err(|_| format!("no suite {s:?}"))?),
         }
-        suites.push(
-            <Suite as clap::ValueEnum>::from_str(s, true).map_err(|_| format!("no suite {s:?}"))?,
-        );
     }
-    Ok(workloads::ALL
-        .iter()
-        .filter(|w| suites.contains(&w.suite))
+    let picked = |w: &Workload| only.iter().any(|n| w.rows().any(|r| r.name == *n));
+    Ok((workloads::ALL.iter())
+        .filter(|w| suites.contains(&w.suite) || picked(w))
         .collect())
 }
 
 /// The command line, as the tables show it.
 fn command_line() -> String {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .map(|a| {
-            if a.contains([' ', '*']) {
-                format!("'{a}'")
-            } else {
-                a
-            }
-        })
-        .collect();
-    format!(
-        "cargo run --release -p goro-bench --bin compare -- {}",
-        args.join(" ")
-    )
+    let quote = |a: String| match a.contains([' ', '*']) {
+        true => format!("'{a}'"),
+        false => a,
+    };
+    let args: Vec<String> = std::env::args().skip(1).map(quote).collect();
+    let args = args.join(" ");
+    format!("cargo run --release -p goro-bench --bin compare -- {args}")
 }
 
-fn run(a: &RunArgs) -> i32 {
-    match measure(a) {
-        Ok(code) => code,
-        Err(e) => usage(&e),
-    }
-}
-
+/// The run: every selected row, round after round; the tables, then the files asked for.
 fn measure(a: &RunArgs) -> Result<i32, String> {
     if cfg!(debug_assertions) {
         eprintln!("compare: WARNING: a debug build; run it with --release");
     }
     let selected = selection(a)?;
     let cs: Vec<&'static dyn Contender> = if a.contenders.is_empty() {
-        contenders::ALL
-            .iter()
-            .copied()
-            .filter(|c| c.name() != "example" && (c.name() != "base" || a.baseline.is_some()))
+        let baseline = a.children.baseline.is_some();
+        (contenders::ALL.iter().copied())
+            .filter(|c| c.name() != "example" && (c.name() != "base" || baseline))
             .collect()
     } else {
-        a.contenders
-            .iter()
+        (a.contenders.iter())
             .map(|n| contenders::find(n).ok_or_else(|| format!("no contender {n:?}")))
             .collect::<Result<_, _>>()?
     };
@@ -262,72 +223,14 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
     let launcher = Launcher {
         me: std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
         go,
-        timeout: Duration::from_secs(a.timeout),
-        target_ms: a.target_ms,
-        bursts: a.bursts,
-        echo_secs: a.secs,
-        echo_warmup: a.warmup,
-        load: a.load,
-        baseline: a.baseline.clone(),
+        settings: a.children.clone(),
     };
-    let names: Vec<&'static str> = cs.iter().map(|c| c.name()).collect();
     let rounds = usize::from(a.rounds);
-    let mut rows: Vec<RowResult> = Vec::new();
-    let mut workload_secs = Vec::new();
+    let (mut rows, mut workload_secs) = (Vec::new(), Vec::new());
     for w in &selected {
         for &procs in w.procs {
-            let first = rows.len();
-            rows.extend(w.rows().map(|r| RowResult::new(r, w.suite, procs, &names)));
             let t = Instant::now();
-            for round in 0..rounds {
-                let mut order: Vec<usize> = (0..cs.len()).collect();
-                order.rotate_left(round % cs.len().max(1));
-                for (position, &ci) in order.iter().enumerate() {
-                    let c = cs[ci];
-                    if !c.supports(w) {
-                        continue; // an empty cell: "-"
-                    }
-                    let started = Instant::now();
-                    let result = launcher.run(c, w, procs);
-                    let wall_secs = started.elapsed().as_secs_f64();
-                    for (k, r) in w.rows().enumerate() {
-                        let got = match &result {
-                            Ok(m) if m.skip.is_some() => {
-                                Got::Skip(m.skip.clone().unwrap_or_default())
-                            }
-                            Ok(m) if k == 0 => m
-                                .value
-                                .map_or_else(|| Got::Failed("no figure".into()), Got::Value),
-                            Ok(m) => match m.also.get(r.name) {
-                                Some(&v) => Got::Value(v),
-                                None => continue, // not measured by this contender: "-"
-                            },
-                            Err(e) => Got::Failed(e.clone()),
-                        };
-                        if k == 0 {
-                            eprintln!(
-                                "  {:<28} {procs} P round {}/{rounds} {:<15} {} ({wall_secs:.2} s)",
-                                w.name(),
-                                round + 1,
-                                c.name(),
-                                match &got {
-                                    Got::Value(v) => format!("{} {}", fmt_num(*v), r.unit),
-                                    Got::Skip(why) => format!("skip: {why}"),
-                                    Got::Failed(why) => format!("FAILED: {why}"),
-                                }
-                            );
-                        }
-                        let note = result.as_ref().ok().and_then(|m| m.note.clone());
-                        rows[first + k].cells[ci].runs.push(Run {
-                            round,
-                            position,
-                            got,
-                            note,
-                            wall_secs,
-                        });
-                    }
-                }
-            }
+            rows.extend(measure_rows(&launcher, w, procs, &cs, rounds));
             workload_secs.push((
                 format!("{} ({procs} P)", w.name()),
                 t.elapsed().as_secs_f64(),
@@ -335,21 +238,15 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);
-    for r in &mut rows {
-        r.finish(rounds);
-    }
     let results = Results {
         tool: "goro-bench compare",
         command: command_line(),
         ratio_convention: "ratio_to_goro > 1 means goro is ahead: contender/goro for \
                            lower-is-better figures, goro/contender for throughputs",
         machine,
-        go: launcher
-            .go
-            .as_ref()
-            .map_or_else(|e| format!("Go: {e}"), |g| g.version.clone()),
+        go: (launcher.go.as_ref()).map_or_else(|e| format!("Go: {e}"), |g| g.version.clone()),
         rounds,
-        contenders: names,
+        contenders: cs.iter().map(|c| c.name()).collect(),
         rows,
         workload_secs,
         total_secs: t0.elapsed().as_secs_f64(),
@@ -362,21 +259,78 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
         eprintln!("  {w:<40} {s:>7.1} s");
     }
     eprintln!("compare: total {:.0} s", results.total_secs);
+    let json = serde_json::to_string_pretty(&results).expect("the results serialise") + "\n";
     let mut code = 0;
-    let mut write = |path: &Option<PathBuf>, text: String| {
-        if let Some(p) = path {
-            match std::fs::write(p, text) {
-                Ok(()) => eprintln!("compare: wrote {}", p.display()),
-                Err(e) => {
-                    eprintln!("compare: cannot write {}: {e}", p.display());
-                    code = 1;
-                }
+    for (path, text) in [
+        (&a.markdown, md),
+        (&a.plot, report::svg(&results)),
+        (&a.json, json),
+    ] {
+        let Some(p) = path else { continue };
+        match std::fs::write(p, text) {
+            Ok(()) => eprintln!("compare: wrote {}", p.display()),
+            Err(e) => {
+                eprintln!("compare: cannot write {}: {e}", p.display());
+                code = 1;
             }
         }
-    };
-    write(&a.markdown, md);
-    write(&a.plot, report::svg(&results));
-    let json = serde_json::to_string_pretty(&results).expect("the results serialise");
-    write(&a.json, json + "\n");
+    }
     Ok(code)
+}
+
+/// The rows of `w` at `procs`: `rounds` runs of every contender that supports it (the
+/// others' cells stay empty, "-"), in an order that rotates every round.
+fn measure_rows(
+    launcher: &Launcher,
+    w: &Workload,
+    procs: usize,
+    cs: &[&dyn Contender],
+    rounds: usize,
+) -> Vec<RowResult> {
+    let names: Vec<&'static str> = cs.iter().map(|c| c.name()).collect();
+    let mut rows: Vec<RowResult> = (w.rows())
+        .map(|r| RowResult::new(r, w.suite, procs, &names))
+        .collect();
+    for round in 0..rounds {
+        for position in 0..cs.len() {
+            let ci = (round + position) % cs.len();
+            if !cs[ci].supports(w) {
+                continue;
+            }
+            let started = Instant::now();
+            let result = launcher.run(cs[ci], w, procs);
+            let wall_secs = started.elapsed().as_secs_f64();
+            for (k, row) in rows.iter_mut().enumerate() {
+                let Some(got) = Got::of(&result, k, row.name) else {
+                    continue; // a companion row this contender does not measure: "-"
+                };
+                if k == 0 {
+                    let figure = match &got {
+                        Got::Value(v) => format!("{} {}", fmt_num(*v), row.unit),
+                        Got::Skip(why) => format!("skip: {why}"),
+                        Got::Failed(why) => format!("FAILED: {why}"),
+                    };
+                    eprintln!(
+                        "  {:<28} {procs} P round {}/{rounds} {:<15} {figure} ({wall_secs:.2} s)",
+                        w.name(),
+                        round + 1,
+                        names[ci]
+                    );
+                }
+                let note = result.as_ref().ok().and_then(|m| m.note.clone());
+                let run = Run {
+                    round,
+                    position,
+                    got,
+                    note,
+                    wall_secs,
+                };
+                row.cells[ci].runs.push(run);
+            }
+        }
+    }
+    for r in &mut rows {
+        r.finish(rounds);
+    }
+    rows
 }

@@ -24,7 +24,7 @@ pub struct GoBuild {
 }
 
 /// `go version`'s line, or why `go` cannot be used.
-pub fn version() -> Result<String, String> {
+fn version() -> Result<String, String> {
     match Command::new("go").arg("version").output() {
         Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).trim().to_string()),
         Ok(o) => Err(format!("`go version` failed ({})", o.status)),
@@ -35,20 +35,15 @@ pub fn version() -> Result<String, String> {
     }
 }
 
-/// Runs a `go` command in `dir`, bounded; why not, if it fails.
+/// Runs `go ARGS` in `dir`, bounded; why not, if it fails.
 fn go(dir: &Path, args: &[&str], what: &str) -> Result<(), String> {
     let mut cmd = Command::new("go");
     cmd.args(args).current_dir(dir);
     let f = run_with_timeout(cmd, BUILD_BOUND, what)?;
     if !f.status.success() {
-        let first = f
-            .stderr
-            .lines()
-            .chain(f.stdout.lines())
-            .map(str::trim)
+        let first = (f.stderr.lines().chain(f.stdout.lines()).map(str::trim))
             .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .unwrap_or("no output")
-            .to_string();
+            .unwrap_or("no output");
         return Err(format!("{what} failed: {first}"));
     }
     Ok(())
@@ -65,20 +60,18 @@ pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
         &["build", "-o", &bin.to_string_lossy(), "."],
         "go build",
     )?;
-    let time_tests = time_tests
-        .then(|| {
-            let out = tmp.join("go-time.test");
-            let args = [
-                "test",
-                "-c",
-                "-tags=timetzdata",
-                "-o",
-                &out.to_string_lossy(),
-                "time",
-            ];
-            go(tmp, &args, "go test -c time").map(|()| out)
-        })
-        .transpose()?;
+    let time_tests = time_tests.then(|| tmp.join("go-time.test"));
+    if let Some(out) = &time_tests {
+        let args = [
+            "test",
+            "-c",
+            "-tags=timetzdata",
+            "-o",
+            &out.to_string_lossy(),
+            "time",
+        ];
+        go(tmp, &args, "go test -c time")?;
+    }
     Ok(GoBuild {
         version,
         bin,

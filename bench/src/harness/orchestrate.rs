@@ -1,5 +1,4 @@
-//! The orchestrator: every run a fresh child process, the contenders' order rotated
-//! every round, every wait bounded.
+//! The children of a `compare` run, every wait bounded.
 //!
 //! - A workload run is `compare worker CONTENDER WORKLOAD` (this binary again) with
 //!   `GORO_MAXPROCS` and `GOMAXPROCS` set to the row's P count; the Go contender's
@@ -10,20 +9,20 @@
 //!   or Go's with `--load go`) while it samples the server's and the machine's CPU
 //!   time from /proc, then stops it by closing its stdin.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::child::{kill, run_child, ChildError, Finished};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
+use super::child::{self, run_with_timeout, spawn, tail, Drain, Finished};
 use super::go::GoBuild;
-use super::procfs;
+use super::{procfs, wait_until};
 use crate::contenders::{self, Contender};
-use crate::workloads::{Measurement, Suite, Workload};
+use crate::workloads::{Measurement, Outcome, Suite, Workload, ECHO_SIZE};
 
 /// Bound of a server's start (until `LISTENING`) and of its exit after stdin closes.
 const SERVER_BOUND: Duration = Duration::from_secs(10);
@@ -39,25 +38,49 @@ pub enum Load {
     Go,
 }
 
+/// `compare`'s options that the children run with.
+#[derive(Clone, Debug, clap::Args)]
+pub struct Settings {
+    /// Bound of one worker run, seconds.
+    #[arg(long, default_value_t = 60)]
+    pub timeout: u64,
+    /// Time of one sized run of a Go benchmark port (Go's -benchtime), ms.
+    #[arg(long, default_value_t = 200)]
+    pub target_ms: u64,
+    /// Echo: measured seconds per run.
+    #[arg(long, default_value_t = 2.0)]
+    pub secs: f64,
+    /// Echo: warm-up seconds per run.
+    #[arg(long, default_value_t = 0.5)]
+    pub warmup: f64,
+    /// Blocking: bursts of blockers per ticker run.
+    #[arg(long, default_value_t = 20)]
+    pub bursts: u64,
+    /// Echo: another build's echo server (`PATH --addr ADDR`) as the contender `base`.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Echo: the load generator.
+    #[arg(long, value_enum, default_value = "goro")]
+    pub load: Load,
+}
+
 /// How to start the children.
 pub struct Launcher {
     /// This binary (`compare`), re-run as worker, server and load generator.
     pub me: PathBuf,
     /// The Go binaries, or why there are none.
     pub go: Result<GoBuild, String>,
-    /// Bound of one worker run.
-    pub timeout: Duration,
-    /// `--target-ms`, `--bursts`, `--secs`, `--warmup`, `--load`, `--baseline`.
-    pub target_ms: u64,
-    pub bursts: u64,
-    pub echo_secs: f64,
-    pub echo_warmup: f64,
-    pub load: Load,
-    pub baseline: Option<PathBuf>,
+    pub settings: Settings,
 }
 
-/// What one run gave: a measurement, or why the run failed.
-pub type RunResult = Result<Measurement, String>;
+/// The figures `compare` reads from the load generator's JSON line.
+#[derive(Deserialize)]
+struct LoadLine {
+    conns: u64,
+    rps: f64,
+    p99_us: f64,
+    busiest_over_mean: f64,
+}
 
 impl Launcher {
     /// This binary with `args`, the parallelism and the settings in its environment.
@@ -66,8 +89,8 @@ impl Launcher {
         cmd.args(args)
             .env("GORO_MAXPROCS", procs.to_string())
             .env("GOMAXPROCS", procs.to_string())
-            .env("GORO_BENCH_TARGET_MS", self.target_ms.to_string())
-            .env("GORO_BENCH_BURSTS", self.bursts.to_string());
+            .env("GORO_BENCH_TARGET_MS", self.settings.target_ms.to_string())
+            .env("GORO_BENCH_BURSTS", self.settings.bursts.to_string());
         match &self.go {
             Ok(g) => {
                 cmd.env(contenders::GO_BIN, &g.bin);
@@ -79,42 +102,29 @@ impl Launcher {
                 cmd.env(contenders::NO_GO, why);
             }
         }
-        if let Some(b) = &self.baseline {
+        if let Some(b) = &self.settings.baseline {
             cmd.env(contenders::BASELINE, b);
         }
         cmd
     }
 
-    /// One run of `w` at `procs` on `c`.
-    pub fn run(&self, c: &dyn Contender, w: &Workload, procs: usize) -> RunResult {
-        if !c.supports(w) {
-            return Ok(contenders::unsupported(c, w));
-        }
+    /// One run of `w` at `procs` on `c` (which supports it).
+    pub fn run(&self, c: &dyn Contender, w: &Workload, procs: usize) -> Outcome {
         if w.suite == Suite::Echo {
             return self.echo(c, w, procs);
         }
         let cmd = self.command(&["worker", c.name(), w.name()], procs);
-        let f = run_child(cmd, self.timeout).map_err(|e| match e {
-            ChildError::TimedOut { stderr, .. } => format!(
-                "no result after {:.0} s (hang?); killed{}",
-                self.timeout.as_secs_f64(),
-                tail(&stderr)
-            ),
-            e => e.describe(w.name(), self.timeout),
-        })?;
-        result_line(&f)
+        let timeout = Duration::from_secs(self.settings.timeout);
+        last_json(&run_with_timeout(cmd, timeout, "the worker")?, "the worker")
     }
 
     /// One echo run: start the server, load it, stop it.
-    fn echo(&self, c: &dyn Contender, w: &Workload, procs: usize) -> RunResult {
-        let conns: usize = w
-            .name()
-            .trim_start_matches("echo/")
-            .parse()
-            .expect("echo/CONNS");
+    fn echo(&self, c: &dyn Contender, w: &Workload, procs: usize) -> Outcome {
+        let conns = w.name().trim_start_matches("echo/");
+        let conns: u64 = conns.parse().expect("echo/CONNS");
         let mut srv = Server::start(self.command(&["serve", c.name()], procs))?;
-        let pid = srv.child.as_ref().map_or(0, Child::id);
-        let (warmup, secs) = (self.echo_warmup, self.echo_secs);
+        let pid = srv.child.id();
+        let (warmup, secs) = (self.settings.warmup, self.settings.secs);
         let sampler = thread::spawn(move || {
             let read = || -> Option<[Duration; 3]> {
                 let (u, s) = procfs::process_cpu(pid)?;
@@ -128,43 +138,34 @@ impl Launcher {
         });
         let load = self.load(srv.addr, conns, procs);
         let cpu = sampler.join().ok().flatten();
-        if let Some(status) = srv.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+        if let Ok(Some(status)) = srv.child.try_wait() {
             return Err(format!(
                 "the server exited during the load ({status}){}",
-                tail(&srv.log())
+                srv.log()
             ));
         }
         srv.stop()?;
         let v = load?;
-        let get = |k: &str| v.get(k).and_then(serde_json::Value::as_f64);
-        let rps = get("rps").ok_or("the load's JSON has no rps")?;
-        let mut m = Measurement::value(rps)
-            .with(
-                &format!("{}/p99", w.name()),
-                get("p99_us").unwrap_or(f64::NAN),
-            )
-            .with(
-                &format!("{}/fairness", w.name()),
-                get("busiest_over_mean").unwrap_or(f64::NAN),
-            );
-        if let Some([u, s, busy]) = cpu.filter(|_| rps > 0.0) {
-            let per_rt = |t: f64| t * 1e6 / (rps * secs);
-            for (k, t) in [("user", u), ("sys", s), ("machine", busy)] {
-                m = m.with(&format!("{}/{k}", w.name()), per_rt(t));
+        // The companion rows: the p99 latency, the fairness and the CPU per round trip.
+        let cpu = cpu
+            .unwrap_or([f64::NAN; 3])
+            .map(|t| t * 1e6 / (v.rps * secs));
+        let figures = [v.p99_us, v.busiest_over_mean].into_iter().chain(cpu);
+        let mut m = Measurement::value(v.rps);
+        for (k, x) in ["p99", "fairness", "user", "sys", "machine"]
+            .iter()
+            .zip(figures)
+        {
+            if x.is_finite() {
+                m = m.with(&format!("{}/{k}", w.name()), x);
             }
         }
-        m.also.retain(|_, v| v.is_finite());
         Ok(m)
     }
 
-    /// The load generator's JSON line.
-    fn load(
-        &self,
-        addr: SocketAddr,
-        conns: usize,
-        procs: usize,
-    ) -> Result<serde_json::Value, String> {
-        let mut cmd = match (self.load, &self.go) {
+    /// The load generator's figures, for `conns` connections to `addr`.
+    fn load(&self, addr: SocketAddr, conns: u64, procs: usize) -> Result<LoadLine, String> {
+        let mut cmd = match (self.settings.load, &self.go) {
             (Load::Goro, _) => self.command(&["load", "--json"], procs),
             (Load::Go, Ok(g)) => {
                 let mut cmd = Command::new(&g.bin);
@@ -173,171 +174,98 @@ impl Launcher {
             }
             (Load::Go, Err(why)) => return Err(format!("--load go: {why}")),
         };
+        let (secs, warmup) = (self.settings.secs, self.settings.warmup);
         cmd.args(["--addr", &addr.to_string(), "--conns", &conns.to_string()])
-            .args(["--size", &crate::workloads::ECHO_SIZE.to_string()])
-            .args(["--secs", &self.echo_secs.to_string()])
-            .args(["--warmup", &self.echo_warmup.to_string()]);
-        let bound = Duration::from_secs_f64(self.echo_secs + self.echo_warmup) + LOAD_SLACK;
-        let f = run_child(cmd, bound).map_err(|e| e.describe("the load", bound))?;
-        if !f.status.success() {
-            return Err(format!("the load: {}{}", f.status, tail(&f.stderr)));
-        }
-        let line = last_json(&f)
-            .ok_or_else(|| format!("the load printed no JSON line{}", tail(&f.stderr)))?;
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| format!("{line:?}: {e}"))?;
-        if v.get("conns").and_then(serde_json::Value::as_u64) != Some(conns as u64) {
+            .args(["--size", &ECHO_SIZE.to_string()])
+            .args(["--secs", &secs.to_string(), "--warmup", &warmup.to_string()]);
+        let bound = Duration::from_secs_f64(secs + warmup) + LOAD_SLACK;
+        let v: LoadLine = last_json(&run_with_timeout(cmd, bound, "the load")?, "the load")?;
+        if v.conns != conns {
             return Err(format!(
-                "the load measured another connection count: {line}"
+                "the load measured {} connections, not {conns}",
+                v.conns
             ));
         }
         Ok(v)
     }
 }
 
-/// The last stdout line that is a JSON object.
-fn last_json(f: &Finished) -> Option<&str> {
-    f.stdout
-        .lines()
-        .map(str::trim)
-        .rfind(|l| l.starts_with('{'))
-}
-
-/// A worker's result: its measurement line, or why there is none.
-fn result_line(f: &Finished) -> RunResult {
+/// The last stdout line of `what` that is a JSON object, parsed; or why there is none.
+fn last_json<T: DeserializeOwned>(f: &Finished, what: &str) -> Result<T, String> {
     if !f.status.success() {
-        return Err(format!("{}{}", f.status, tail(&f.stderr)));
+        return Err(format!("{what}: {}{}", f.status, tail(&f.stderr)));
     }
-    let line =
-        last_json(f).ok_or_else(|| format!("exited 0 without a result line{}", tail(&f.stderr)))?;
-    serde_json::from_str(line).map_err(|e| format!("bad result line {line:?}: {e}"))
-}
-
-/// The last two meaningful lines of a child's stderr, on one line, after ": " (a
-/// panic's location and message), or "" if there are none.
-pub fn tail(stderr: &str) -> String {
-    let lines: Vec<&str> = stderr
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
-        .collect();
-    let mut s = lines[lines.len().saturating_sub(2)..].join(" ");
-    if s.chars().count() > 240 {
-        s = s.chars().take(240).collect::<String>() + "...";
-    }
-    if s.is_empty() {
-        s
-    } else {
-        format!(": {s}")
-    }
+    let line = (f.stdout.lines().map(str::trim))
+        .rfind(|l| l.starts_with('{'))
+        .ok_or_else(|| format!("{what} exited 0 without a JSON line{}", tail(&f.stderr)))?;
+    serde_json::from_str(line).map_err(|e| format!("{what}: bad JSON line {line:?}: {e}"))
 }
 
 /// An echo server child: killed when dropped unless stopped.
 struct Server {
-    child: Option<Child>,
+    child: Child,
     addr: SocketAddr,
-    log: Arc<Mutex<String>>,
+    stderr: Drain,
 }
 
 impl Server {
-    /// Starts it and waits (bounded) for `LISTENING <addr>` on its stdout (or
-    /// `listening on <addr>` anywhere: another build's `examples/echo_server`).
-    fn start(mut cmd: Command) -> Result<Server, String> {
-        cmd.stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start the server: {e}"))?;
-        let log: Arc<Mutex<String>> = Arc::default();
-        let (tx, lines) = mpsc::channel::<String>();
-        let out = child
-            .stdout
-            .take()
-            .map(|o| Box::new(o) as Box<dyn std::io::Read + Send>);
-        let err = child
-            .stderr
-            .take()
-            .map(|e| Box::new(e) as Box<dyn std::io::Read + Send>);
-        for (pipe, logged) in [(out, false), (err, true)] {
-            let (tx, log) = (tx.clone(), log.clone());
-            // Every line is read to the end, so that the pipe never fills.
-            thread::spawn(move || {
-                for line in BufReader::new(pipe?).lines() {
-                    let line = line.ok()?;
-                    if logged {
-                        let mut log = log.lock().unwrap_or_else(|p| p.into_inner());
-                        if log.len() < 1 << 16 {
-                            log.push_str(&line);
-                            log.push('\n');
-                        }
-                    }
-                    let _ = tx.send(line);
-                }
-                Some(())
-            });
-        }
-        drop(tx);
+    /// Starts it and waits (bounded) for a line `LISTENING <addr>` (or `listening on
+    /// <addr>`: another build's `examples/echo_server`).
+    fn start(cmd: Command) -> Result<Server, String> {
+        let (child, stdout, stderr) = spawn(cmd, Stdio::piped(), "the server")?;
         let mut srv = Server {
-            child: Some(child),
+            child,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            log,
+            stderr,
         };
-        let deadline = Instant::now() + SERVER_BOUND;
-        loop {
-            let line = lines
-                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-                .map_err(|e| match e {
-                    mpsc::RecvTimeoutError::Timeout => {
-                        format!(
-                            "the server did not listen within {SERVER_BOUND:?}{}",
-                            tail(&srv.log())
-                        )
-                    }
-                    mpsc::RecvTimeoutError::Disconnected => {
-                        format!("the server exited without listening{}", tail(&srv.log()))
-                    }
-                })?;
-            let addr = line
-                .split_once("LISTENING ")
-                .or_else(|| line.split_once("listening on "))
-                .and_then(|(_, rest)| rest.split_whitespace().next()?.parse().ok());
-            if let Some(addr) = addr {
-                srv.addr = addr;
-                return Ok(srv);
+        let (mut addr, mut ended) = (None, false);
+        wait_until(SERVER_BOUND, || {
+            ended = stdout.wait(Instant::now()) && srv.stderr.wait(Instant::now());
+            addr = listening(&stdout.text()).or_else(|| listening(&srv.stderr.text()));
+            addr.is_some() || ended
+        });
+        srv.addr = match addr {
+            Some(addr) => addr,
+            None if ended => {
+                return Err(format!("the server exited without listening{}", srv.log()))
             }
-        }
+            None => {
+                let log = srv.log();
+                return Err(format!(
+                    "the server did not listen within {SERVER_BOUND:?}{log}"
+                ));
+            }
+        };
+        Ok(srv)
     }
 
+    /// The end of its stderr, for an error message.
     fn log(&self) -> String {
-        self.log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        tail(&self.stderr.text())
+    }
+
+    /// Whether it has exited within `timeout`.
+    fn exits_within(&mut self, timeout: Duration) -> bool {
+        wait_until(timeout, || matches!(self.child.try_wait(), Ok(Some(_))))
     }
 
     /// Closes its stdin (a `compare serve` exits then), sends SIGINT (an example's
     /// server stops then) after a second, and waits; kills it after the bound.
     fn stop(&mut self) -> Result<(), String> {
-        let Some(mut child) = self.child.take() else {
+        drop(self.child.stdin.take());
+        if self.exits_within(Duration::from_secs(1)) {
             return Ok(());
-        };
-        drop(child.stdin.take());
-        let t = Instant::now();
-        let mut signalled = false;
-        while t.elapsed() < SERVER_BOUND {
-            if let Ok(Some(_)) = child.try_wait() {
-                return Ok(());
-            }
-            if !signalled && t.elapsed() > Duration::from_secs(1) {
-                signalled = true;
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    // `pid` is our child, not reaped yet (we hold its `Child`), so it
-                    // names no other process.
-                    let pid = nix::unistd::Pid::from_raw(pid);
-                    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
-                }
-            }
-            thread::sleep(Duration::from_millis(5));
         }
-        kill(&mut child);
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            // `pid` is our child, not reaped yet (we hold its `Child`), so it names no
+            // other process.
+            let pid = nix::unistd::Pid::from_raw(pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        }
+        if self.exits_within(SERVER_BOUND - Duration::from_secs(1)) {
+            return Ok(());
+        }
+        child::kill(&mut self.child);
         Err(format!(
             "the server was still running {SERVER_BOUND:?} after its stop; killed"
         ))
@@ -345,9 +273,19 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Kills it if it still runs (std knows a reaped child, and signals it no more).
     fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            kill(&mut child);
-        }
+        child::kill(&mut self.child);
     }
+}
+
+/// The address of the first complete line of `text` with `LISTENING <addr>` or
+/// `listening on <addr>`.
+fn listening(text: &str) -> Option<SocketAddr> {
+    let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
+    complete.lines().find_map(|line| {
+        let (_, rest) =
+            (line.split_once("LISTENING ")).or_else(|| line.split_once("listening on "))?;
+        rest.split_whitespace().next()?.parse().ok()
+    })
 }

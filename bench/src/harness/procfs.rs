@@ -1,41 +1,44 @@
 //! Linux's `/proc` files: memory, mappings, CPU times, the load average.
 //!
 //! CPU times in `/proc/stat` and `/proc/PID/stat` are in clock ticks of
-//! `sysconf(_SC_CLK_TCK)` (USER_HZ), read once here rather than assumed.
+//! `sysconf(_SC_CLK_TCK)` (USER_HZ), read rather than assumed.
 
 use std::fs;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use nix::unistd::{sysconf, SysconfVar};
 
 /// A `kB` field (such as `VmRSS` or `VmPTE`) of `/proc/self/status`, in KiB.
-pub fn status_kib(field: &str) -> Option<u64> {
-    parse_status_kib(&fs::read_to_string("/proc/self/status").ok()?, field)
+pub fn status_kib(name: &str) -> Option<u64> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    field(&status, name)?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
-/// Finds `field:   <number> kB` in the text of a `/proc/<pid>/status` file.
-pub fn parse_status_kib(status: &str, field: &str) -> Option<u64> {
-    status.lines().find_map(|line| {
-        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
-        rest.split_whitespace().next()?.parse().ok()
-    })
+/// The value of the first `name: value` line of a `/proc` file (blanks may precede
+/// the colon, as in `/proc/cpuinfo`).
+pub fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+    let value = |line: &'a str| line.strip_prefix(name)?.trim_start().strip_prefix(':');
+    text.lines().find_map(value).map(str::trim)
 }
 
 /// Resident set size of this process in bytes (`/proc/self/statm`), 0 if unreadable.
 pub fn rss_bytes() -> u64 {
     let statm = fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    let page = sysconf(SysconfVar::PAGE_SIZE)
+    let pages: Option<u64> = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok());
+    pages.unwrap_or(0) * conf(SysconfVar::PAGE_SIZE, 4096)
+}
+
+/// A positive `sysconf` value, or `default`.
+fn conf(var: SysconfVar, default: u64) -> u64 {
+    let v = sysconf(var)
         .ok()
         .flatten()
-        .unwrap_or(4096)
-        .max(1) as u64;
-    pages * page
+        .and_then(|v| u64::try_from(v).ok());
+    v.filter(|&v| v > 0).unwrap_or(default)
 }
 
 /// Memory mappings of this process (the lines of `/proc/self/maps`), and the limit
@@ -56,24 +59,21 @@ pub fn number(path: &str) -> Option<usize> {
         .ok()
 }
 
-/// The length of a clock tick of `/proc`'s CPU times (1 / `sysconf(_SC_CLK_TCK)`).
-fn tick() -> Duration {
-    static TICK: OnceLock<Duration> = OnceLock::new();
-    *TICK.get_or_init(|| {
-        let hz = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100);
-        Duration::from_secs(1) / u32::try_from(hz).ok().filter(|&h| h > 0).unwrap_or(100)
-    })
+/// `n` clock ticks of `/proc`'s CPU times, a tick being 1 / `sysconf(_SC_CLK_TCK)` s.
+fn ticks(n: u64) -> Duration {
+    Duration::from_secs(n) / u32::try_from(conf(SysconfVar::CLK_TCK, 100)).unwrap_or(100)
 }
 
 /// CPU time the whole machine spent busy, all CPUs together: user, nice, system, irq
 /// and softirq of the `cpu` line of `/proc/stat`.
 pub fn machine_busy() -> Option<Duration> {
-    let stat = fs::read_to_string("/proc/stat").ok()?;
-    Some(tick() * u32::try_from(parse_stat_busy(&stat)?).ok()?)
+    Some(ticks(parse_stat_busy(
+        &fs::read_to_string("/proc/stat").ok()?,
+    )?))
 }
 
 /// The busy ticks of the aggregate `cpu` line (guest time is already inside user).
-pub fn parse_stat_busy(stat: &str) -> Option<u64> {
+fn parse_stat_busy(stat: &str) -> Option<u64> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let f: Vec<u64> = line
         .split_whitespace()
@@ -86,18 +86,14 @@ pub fn parse_stat_busy(stat: &str) -> Option<u64> {
 
 /// The user and system CPU time of process `pid` so far (`/proc/PID/stat`).
 pub fn process_cpu(pid: u32) -> Option<(Duration, Duration)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (u, s) = parse_pid_stat_cpu(&stat)?;
-    Some((
-        tick() * u32::try_from(u).ok()?,
-        tick() * u32::try_from(s).ok()?,
-    ))
+    let (u, s) = parse_pid_stat_cpu(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)?;
+    Some((ticks(u), ticks(s)))
 }
 
 /// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command
 /// name (field 2) may contain spaces and parentheses, so fields are counted from the
 /// last `)`.
-pub fn parse_pid_stat_cpu(stat: &str) -> Option<(u64, u64)> {
+fn parse_pid_stat_cpu(stat: &str) -> Option<(u64, u64)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut f = rest.split_whitespace().skip(11); // field 3 is the first after ')'
     Some((f.next()?.parse().ok()?, f.next()?.parse().ok()?))
@@ -118,8 +114,9 @@ mod tests {
     #[test]
     fn parses_proc_files() {
         let status = "Name:\tx\nVmRSS:\t    2048 kB\nVmPTE:\t  12 kB\n";
-        assert_eq!(parse_status_kib(status, "VmRSS"), Some(2048));
-        assert_eq!(parse_status_kib(status, "Vm"), None);
+        assert_eq!(field(status, "VmRSS"), Some("2048 kB"));
+        assert_eq!(field(status, "Vm"), None);
+        assert_eq!(field("model name\t: A CPU\n", "model name"), Some("A CPU"));
         let stat = "cpu  100 2 30 400 5 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n";
         assert_eq!(parse_stat_busy(stat), Some(100 + 2 + 30 + 6 + 7));
         let pid = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 75 0 0 20 0 3 0";
@@ -135,6 +132,6 @@ mod tests {
         let (u, s) = process_cpu(std::process::id()).unwrap();
         assert!(u + s < Duration::from_secs(3600));
         assert!(machine_busy().unwrap() > Duration::ZERO);
-        assert!(tick() <= Duration::from_millis(10));
+        assert!(ticks(1) <= Duration::from_millis(10));
     }
 }

@@ -3,13 +3,13 @@
 //! that made it), as JSON (every run's figure) and as an SVG chart of the ratios.
 
 use std::fmt::Write as _;
-use std::thread;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::process::Command;
 
 use serde::Serialize;
 
 use super::{median, procfs};
-use crate::workloads::{Row, Suite};
+use crate::contenders;
+use crate::workloads::{Outcome, Row, Suite};
 
 /// One run's outcome.
 #[derive(Clone, Debug, Serialize)]
@@ -18,6 +18,21 @@ pub enum Got {
     Value(f64),
     Skip(String),
     Failed(String),
+}
+
+impl Got {
+    /// Row `k` (named `row`) of a workload's run; None if the run did not measure
+    /// that companion row.
+    pub fn of(result: &Outcome, k: usize, row: &str) -> Option<Got> {
+        Some(match result {
+            Err(e) => Got::Failed(e.clone()),
+            Ok(m) => match (&m.skip, k) {
+                (Some(why), _) => Got::Skip(why.clone()),
+                (None, 0) => m.value.map_or(Got::Failed("no figure".into()), Got::Value),
+                (None, _) => Got::Value(*m.also.get(row)?),
+            },
+        })
+    }
 }
 
 /// One run of one contender on one row.
@@ -64,21 +79,13 @@ impl RowResult {
         }
     }
 
-    /// The row's label in the chart.
-    pub fn label(&self) -> String {
-        format!("{} ({} P)", self.name, self.procs)
-    }
-
     /// Computes every cell's figures from its runs, and the ratios to goro's median.
     pub fn finish(&mut self, rounds: usize) {
         for c in &mut self.cells {
             c.finish(rounds);
         }
-        let goro = self
-            .cells
-            .iter()
-            .find(|c| c.contender == "goro")
-            .and_then(|c| c.median);
+        let goro = self.cells.iter().find(|c| c.contender == "goro");
+        let goro = goro.and_then(|c| c.median);
         for c in &mut self.cells {
             c.ratio_to_goro = match (goro, c.median) {
                 (Some(g), Some(x)) if g > 0.0 && x > 0.0 && c.contender != "goro" => {
@@ -87,6 +94,64 @@ impl RowResult {
                 _ => None,
             };
         }
+    }
+}
+
+/// The summary of one contender on one row.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cell {
+    pub contender: &'static str,
+    pub runs: Vec<Run>,
+    pub median: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    /// To goro's median, oriented so that > 1 means goro is ahead.
+    pub ratio_to_goro: Option<f64>,
+    /// The skips, failures and notes of its runs.
+    pub footnote: Option<String>,
+}
+
+impl Cell {
+    fn finish(&mut self, rounds: usize) {
+        let (mut vals, mut skips, mut fails, mut notes) = (vec![], vec![], vec![], vec![]);
+        for r in &self.runs {
+            match &r.got {
+                Got::Value(v) => vals.push(*v),
+                Got::Skip(why) => skips.push(why),
+                Got::Failed(why) => fails.push(why),
+            }
+            if let Some(n) = r.note.as_ref().filter(|n| !notes.contains(n)) {
+                notes.push(n);
+            }
+        }
+        vals.sort_by(f64::total_cmp);
+        self.median = median(&vals);
+        (self.min, self.max) = (vals.first().copied(), vals.last().copied());
+        let mut parts = Vec::new();
+        for (whys, others, what, alone) in [
+            (&skips, vals.len() + fails.len(), "skipped", "skip"),
+            (&fails, vals.len() + skips.len(), "failed", "failed"),
+        ] {
+            let (Some(first), n) = (whys.first(), whys.len()) else {
+                continue;
+            };
+            let lead = match others {
+                0 => alone.to_string(),
+                _ => format!("{n} of {rounds} rounds {what}"),
+            };
+            // Reasons that differ only in their figures (rates, counts) would repeat
+            // the same sentence per round: show the first, the rest is in the JSON.
+            let count = if whys.iter().any(|w| w != first) {
+                format!(" (first of {n} rounds; the others' figures are in the JSON)")
+            } else if n > 1 && n < rounds {
+                format!(" ({n} rounds)")
+            } else {
+                String::new()
+            };
+            parts.push(format!("{lead}: {first}{count}"));
+        }
+        parts.extend(notes.into_iter().cloned());
+        self.footnote = (!parts.is_empty()).then(|| parts.join("; "));
     }
 }
 
@@ -114,223 +179,128 @@ pub struct Results {
 impl Results {
     /// The markdown tables, one per suite, each under the command line.
     pub fn markdown(&self) -> String {
-        let mut out = String::new();
-        let mut suites: Vec<Suite> = Vec::new();
-        for r in &self.rows {
-            if !suites.contains(&r.suite) {
-                suites.push(r.suite);
-            }
-        }
-        let m = &self.machine;
-        let _ = writeln!(
-            out,
-            "Command ({}, {} CPUs, {}, Linux {}, {}; load average {} at the start, {} at the \
-             end; {:.0} s):\n\n```sh\n{}\n```\n\nMedian of {} rounds per cell, every run a \
-             fresh process, the contenders' order rotated every round. In parentheses: the \
-             ratio to goro's median, > 1 when goro is ahead (contender / goro for the \
-             lower-is-better figures, goro / contender for req/s and wake-ups/s). -: not \
-             measured by that contender.",
-            m.date,
-            m.nproc,
-            m.cpu,
-            m.kernel,
-            self.go,
-            m.load_average_start,
-            self.load_average_end,
-            self.total_secs,
-            self.command,
-            self.rounds
+        let Machine {
+            nproc,
+            kernel,
+            cpu,
+            date,
+            load_average_start,
+        } = &self.machine;
+        let Results {
+            go,
+            rounds,
+            total_secs,
+            command,
+            load_average_end,
+            ..
+        } = self;
+        let mut out = format!(
+            "Command ({date}, {nproc} CPUs, {cpu}, Linux {kernel}, {go}; load average \
+             {load_average_start} at the start, {load_average_end} at the end; \
+             {total_secs:.0} s):\n\n```sh\n{command}\n```\n\nMedian of {rounds} rounds per \
+             cell, every run a fresh process, the contenders' order rotated every round. In \
+             parentheses: the ratio to goro's median, > 1 when goro is ahead (contender / \
+             goro for the lower-is-better figures, goro / contender for req/s and \
+             wake-ups/s). -: not measured by that contender.\n"
         );
-        for suite in suites {
-            let rows: Vec<&RowResult> = self.rows.iter().filter(|r| r.suite == suite).collect();
+        // The rows come suite after suite.
+        for rows in self.rows.chunk_by(|a, b| a.suite == b.suite) {
+            // The contenders with a run on any of the suite's rows.
             let cols: Vec<usize> = (0..self.contenders.len())
                 .filter(|&ci| rows.iter().any(|r| !r.cells[ci].runs.is_empty()))
                 .collect();
-            let mut notes = Footnotes::default();
-            let names: Vec<&str> = cols.iter().map(|&ci| self.contenders[ci]).collect();
-            let _ = writeln!(
-                out,
-                "\n### {}\n",
-                serde_json::to_value(suite)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            );
-            let _ = writeln!(out, "| workload | unit | Ps | {} |", names.join(" | "));
-            let _ = writeln!(out, "|---|---|---:|{}", "---:|".repeat(cols.len()));
-            for r in &rows {
-                let mut line = format!("| {} | {} | {} |", r.name, r.unit, r.procs);
-                for &ci in &cols {
-                    let cell = &r.cells[ci];
+            let names = cols.iter().map(|&ci| self.contenders[ci]);
+            let (mut medians, mut spreads, mut notes) = (vec![], vec![], Vec::<String>::new());
+            for r in rows {
+                let mut line = vec![r.name.to_string(), r.unit.to_string(), r.procs.to_string()];
+                let mut spread = vec![r.name.to_string(), r.procs.to_string()];
+                for cell in cols.iter().map(|&ci| &r.cells[ci]) {
+                    let failed = cell.runs.iter().any(|r| matches!(r.got, Got::Failed(_)));
                     let mut text = match (cell.median, cell.ratio_to_goro) {
                         (Some(v), Some(x)) => format!("{} ({}x)", fmt_num(v), fmt_ratio(x)),
                         (Some(v), None) => fmt_num(v),
-                        (None, _) if cell.failures.is_empty() => "-".into(),
-                        (None, _) => "failed".into(),
+                        (None, _) if failed => "failed".into(),
+                        (None, _) => "-".into(),
                     };
-                    if let Some(f) = cell.footnote(self.rounds) {
-                        let k = notes.mark(format!("{}: {f}", cell.contender));
-                        let _ = write!(text, " [{k}]");
+                    if let Some(f) = &cell.footnote {
+                        // Numbered footnotes, the same text sharing a number.
+                        let note = format!("{}: {f}", cell.contender);
+                        let k = notes.iter().position(|t| *t == note).unwrap_or_else(|| {
+                            notes.push(note);
+                            notes.len() - 1
+                        });
+                        let _ = write!(text, " [{}]", k + 1);
                     }
-                    let _ = write!(line, " {text} |");
+                    line.push(text);
+                    spread.push(match (cell.min, cell.max) {
+                        (Some(a), Some(b)) => format!("{}-{}", fmt_num(a), fmt_num(b)),
+                        _ => "-".into(),
+                    });
                 }
-                let _ = writeln!(out, "{line}");
+                medians.push(line);
+                spreads.push(spread);
             }
-            if !notes.0.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n### {}\n",
+                format!("{:?}", rows[0].suite).to_lowercase()
+            );
+            let head = ["workload", "unit", "Ps"].into_iter().chain(names.clone());
+            table(&mut out, head.collect(), medians);
+            if !notes.is_empty() {
                 let _ = writeln!(out);
-                for (i, t) in notes.0.iter().enumerate() {
-                    let _ = writeln!(out, "{}. {t}", i + 1);
-                }
             }
-            if self.rounds > 1 {
+            for (i, t) in notes.iter().enumerate() {
+                let _ = writeln!(out, "{}. {t}", i + 1);
+            }
+            if *rounds > 1 {
                 let _ = writeln!(out, "\nSpread (min-max of the rounds):\n");
-                let _ = writeln!(out, "| workload | Ps | {} |", names.join(" | "));
-                let _ = writeln!(out, "|---|---:|{}", "---:|".repeat(cols.len()));
-                for r in &rows {
-                    let mut line = format!("| {} | {} |", r.name, r.procs);
-                    for &ci in &cols {
-                        let c = &r.cells[ci];
-                        let text = match (c.min, c.max) {
-                            (Some(a), Some(b)) => format!("{}-{}", fmt_num(a), fmt_num(b)),
-                            _ => "-".into(),
-                        };
-                        let _ = write!(line, " {text} |");
-                    }
-                    let _ = writeln!(out, "{line}");
-                }
+                table(
+                    &mut out,
+                    ["workload", "Ps"].into_iter().chain(names).collect(),
+                    spreads,
+                );
             }
         }
         out
     }
 }
 
-/// The summary of one contender on one row.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Cell {
-    pub contender: &'static str,
-    pub runs: Vec<Run>,
-    pub median: Option<f64>,
-    pub min: Option<f64>,
-    pub max: Option<f64>,
-    /// To goro's median, oriented so that > 1 means goro is ahead.
-    pub ratio_to_goro: Option<f64>,
-    pub footnote: Option<String>,
-    #[serde(skip)]
-    values: usize,
-    #[serde(skip)]
-    skips: Vec<String>,
-    #[serde(skip)]
-    failures: Vec<String>,
-    #[serde(skip)]
-    notes: Vec<String>,
+/// A markdown table; the columns but "workload" and "unit" are right-aligned.
+fn table(out: &mut String, head: Vec<&str>, rows: Vec<Vec<String>>) {
+    let align: String = (head.iter())
+        .map(|h| {
+            if matches!(*h, "workload" | "unit") {
+                "---|"
+            } else {
+                "---:|"
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |\n|{align}", head.join(" | "));
+    for r in rows {
+        let _ = writeln!(out, "| {} |", r.join(" | "));
+    }
 }
 
-impl Cell {
-    fn finish(&mut self, rounds: usize) {
-        let mut vals = Vec::new();
-        for r in &self.runs {
-            match &r.got {
-                Got::Value(v) => vals.push(*v),
-                Got::Skip(why) => self.skips.push(why.clone()),
-                Got::Failed(why) => self.failures.push(why.clone()),
-            }
-            if let Some(n) = &r.note {
-                if !self.notes.contains(n) {
-                    self.notes.push(n.clone());
-                }
-            }
-        }
-        self.values = vals.len();
-        vals.sort_by(f64::total_cmp);
-        self.median = median(&vals);
-        self.min = vals.first().copied();
-        self.max = vals.last().copied();
-        self.footnote = self.footnote(rounds);
-    }
-
-    /// What the footnote says about this cell, if anything.
-    fn footnote(&self, rounds: usize) -> Option<String> {
-        let mut parts = Vec::new();
-        let distinct = |v: &[String]| {
-            let mut d: Vec<(String, usize)> = Vec::new();
-            for s in v {
-                match d.iter_mut().find(|(t, _)| t == s) {
-                    Some((_, k)) => *k += 1,
-                    None => d.push((s.clone(), 1)),
-                }
-            }
-            // Reasons that differ only in their figures (rates, counts) would repeat the
-            // same sentence per rep: show the first, and say the rest is in the JSON.
-            let total: usize = d.iter().map(|(_, k)| k).sum();
-            let (first, k) = d[0].clone();
-            if d.len() > 1 {
-                format!("{first} (first of {total} rounds; the others' figures are in the JSON)")
-            } else if k > 1 && k < rounds {
-                format!("{first} ({k} rounds)")
-            } else {
-                first
-            }
-        };
-        if !self.skips.is_empty() {
-            let lead = if self.values > 0 || !self.failures.is_empty() {
-                format!("{} of {rounds} rounds skipped: ", self.skips.len())
-            } else {
-                "skip: ".into()
-            };
-            parts.push(lead + &distinct(&self.skips));
-        }
-        if !self.failures.is_empty() {
-            let lead = if self.values > 0 || !self.skips.is_empty() {
-                format!("{} of {rounds} rounds failed: ", self.failures.len())
-            } else {
-                "failed: ".into()
-            };
-            parts.push(lead + &distinct(&self.failures));
-        }
-        parts.extend(self.notes.iter().cloned());
-        (!parts.is_empty()).then(|| parts.join("; "))
+/// The decimals that give a figure about three significant digits.
+fn decimals(v: f64) -> usize {
+    match v.abs() {
+        a if a >= 100.0 => 0,
+        a if a >= 10.0 => 1,
+        a if a >= 1.0 => 2,
+        _ => 3,
     }
 }
 
 /// A figure with about three significant digits.
 pub fn fmt_num(v: f64) -> String {
-    let a = v.abs();
-    if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
+    format!("{v:.*}", decimals(v))
 }
 
-/// A ratio with about three significant digits.
+/// A ratio with about three significant digits (two decimals below 1).
 fn fmt_ratio(r: f64) -> String {
-    if r >= 100.0 {
-        format!("{r:.0}")
-    } else if r >= 10.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.2}")
-    }
-}
-
-/// Numbered footnotes, the same text sharing a number.
-#[derive(Default)]
-struct Footnotes(Vec<String>);
-
-impl Footnotes {
-    fn mark(&mut self, text: String) -> usize {
-        match self.0.iter().position(|t| *t == text) {
-            Some(i) => i + 1,
-            None => {
-                self.0.push(text);
-                self.0.len()
-            }
-        }
-    }
+    format!("{r:.*}", decimals(r).min(2))
 }
 
 /// The machine a run was made on.
@@ -339,6 +309,7 @@ pub struct Machine {
     pub nproc: usize,
     pub kernel: String,
     pub cpu: String,
+    /// Now, UTC, as `YYYY-MM-DDTHH:MM:SSZ`.
     pub date: String,
     pub load_average_start: String,
 }
@@ -347,74 +318,33 @@ pub struct Machine {
 pub fn machine_info() -> Machine {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_or_else(|_| "unknown".into(), |s| s.trim().to_string());
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = procfs::field(&cpuinfo, "model name").unwrap_or("unknown CPU");
+    let date = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .map_or_else(
+            |_| "unknown date".into(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        );
     Machine {
-        nproc: thread::available_parallelism().map_or(0, |n| n.get()),
+        nproc: std::thread::available_parallelism().map_or(0, |n| n.get()),
         kernel,
-        cpu,
-        date: utc_now(),
+        cpu: cpu.to_string(),
+        date,
         load_average_start: procfs::load_average(),
     }
 }
 
-/// Now, UTC, as `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc_now() -> String {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (y, mo, d) = civil_from_days((secs / 86_400) as i64);
-    let s = secs % 86_400;
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s % 3600 / 60,
-        s % 60
-    )
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m as u32, d as u32)
-}
-
-/// Colours of the bars, by contender.
+/// The colour of a contender's bars, by its place in [`contenders::ALL`] (goro,
+/// first, has no bars).
 fn colour(c: &str) -> &'static str {
-    match c {
-        "may" => "#d62728",
-        "tokio" => "#ff7f0e",
-        "threads" => "#2ca02c",
-        "go" => "#1f77b4",
-        "goro_no_backoff" => "#9467bd",
-        "parking_lot" => "#8c564b",
-        "base" => "#e377c2",
-        "example" => "#17becf",
-        _ => "#7f7f7f",
-    }
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    const COLOURS: [&str; 8] = [
+        "#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b", "#17becf", "#e377c2",
+    ];
+    let i = contenders::ALL.iter().position(|x| x.name() == c);
+    i.and_then(|i| COLOURS.get(i.wrapping_sub(1)))
+        .unwrap_or(&"#7f7f7f")
 }
 
 /// Horizontal grouped bars of the ratio to goro, one group per row (with at least one
@@ -426,74 +356,62 @@ pub fn svg(r: &Results) -> String {
     let rows: Vec<&RowResult> = (r.rows.iter())
         .filter(|row| row.cells.iter().any(|c| c.ratio_to_goro.is_some()))
         .collect();
-    let ratios = || {
-        rows.iter()
-            .flat_map(|row| row.cells.iter().filter_map(|c| c.ratio_to_goro))
-    };
-    let lo = ratios().fold(1.0f64, f64::min) / 1.5;
-    let hi = ratios().fold(1.0f64, f64::max) * 1.5;
+    let ratios = rows.iter().flat_map(|row| row.cells.iter());
+    let ratios: Vec<f64> = ratios.filter_map(|c| c.ratio_to_goro).collect();
+    let lo = ratios.iter().fold(1.0f64, |a, &b| a.min(b)) / 1.5;
+    let hi = ratios.iter().fold(1.0f64, |a, &b| a.max(b)) * 1.5;
     let (d0, d1) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
     let (width, label_w, plot_w, bar_h, top) = (960.0, 230.0, 650.0, 12.0, 60.0);
     let group_h = others.len().max(1) as f64 * (bar_h + 2.0) + 12.0;
     let axis_y = top + group_h * rows.len() as f64;
-    let height = axis_y + 80.0;
+    let (height, mid, rounds) = (axis_y + 80.0, width / 2.0, r.rounds);
     let x = |v: f64| label_w + (v.log10() - f64::from(d0)) / f64::from(d1 - d0) * plot_w;
-    let mut g = String::new();
-    let mut put = |s: String| {
-        g.push_str(&s);
-        g.push('\n');
-    };
-    put(format!(
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12"><rect width="{width}" height="{height}" fill="white"/>"##
-    ));
-    put(format!(
-        r##"<text x="{}" y="24" text-anchor="middle" font-size="15" font-weight="bold">Ratio to goro, median of {} rounds (log scale; &gt; 1: goro ahead)</text>"##,
-        width / 2.0,
-        r.rounds
-    ));
-    for d in d0..=d1 {
-        let v = 10f64.powi(d);
-        put(format!(
-            r##"<line x1="{0:.1}" y1="{top}" x2="{0:.1}" y2="{axis_y}" stroke="#ccc"/><text x="{0:.1}" y="{1}" text-anchor="middle" fill="#444">{v}</text>"##,
-            x(v),
-            axis_y + 16.0
-        ));
+    let mut g = format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12"><rect width="{width}" height="{height}" fill="white"/>
+<text x="{mid}" y="24" text-anchor="middle" font-size="15" font-weight="bold">Ratio to goro, median of {rounds} rounds (log scale; &gt; 1: goro ahead)</text>
+"##
+    );
+    for v in (d0..=d1).map(|d| 10f64.powi(d)) {
+        let (gx, ty) = (x(v), axis_y + 16.0);
+        let _ = writeln!(
+            g,
+            r##"<line x1="{gx:.1}" y1="{top}" x2="{gx:.1}" y2="{axis_y}" stroke="#ccc"/><text x="{gx:.1}" y="{ty}" text-anchor="middle" fill="#444">{v}</text>"##
+        );
     }
     for (ri, row) in rows.iter().enumerate() {
         let gy = top + group_h * ri as f64 + 6.0;
-        put(format!(
-            r##"<text x="{}" y="{}" text-anchor="end" dominant-baseline="middle">{}</text>"##,
-            label_w - 8.0,
-            gy + (group_h - 12.0) / 2.0,
-            xml_escape(&row.label())
-        ));
+        let (tx, ty) = (label_w - 8.0, gy + (group_h - 12.0) / 2.0);
+        let label = format!("{} ({} P)", row.name, row.procs).replace('&', "&amp;");
+        let label = label.replace('<', "&lt;").replace('>', "&gt;");
+        let _ = writeln!(
+            g,
+            r##"<text x="{tx}" y="{ty}" text-anchor="end" dominant-baseline="middle">{label}</text>"##
+        );
         for (bi, &(ci, c)) in others.iter().enumerate() {
             let Some(v) = row.cells[ci].ratio_to_goro else {
                 continue;
             };
             let y = gy + bi as f64 * (bar_h + 2.0);
             let (a, b) = (x(v).min(x(1.0)), (x(v) - x(1.0)).abs().max(1.0));
-            put(format!(
-                r##"<rect x="{a:.1}" y="{y:.1}" width="{b:.1}" height="{bar_h}" fill="{}"><title>{c}: {}</title></rect>"##,
-                colour(c),
-                fmt_ratio(v)
-            ));
+            let (fill, ratio) = (colour(c), fmt_ratio(v));
+            let _ = writeln!(
+                g,
+                r##"<rect x="{a:.1}" y="{y:.1}" width="{b:.1}" height="{bar_h}" fill="{fill}"><title>{c}: {ratio}</title></rect>"##
+            );
         }
     }
-    put(format!(
-        r##"<line x1="{0:.1}" y1="{1}" x2="{0:.1}" y2="{axis_y}" stroke="black" stroke-width="1.5"/>"##,
-        x(1.0),
-        top - 6.0
-    ));
+    let (one, y1) = (x(1.0), top - 6.0);
+    let _ = writeln!(
+        g,
+        r##"<line x1="{one:.1}" y1="{y1}" x2="{one:.1}" y2="{axis_y}" stroke="black" stroke-width="1.5"/>"##
+    );
     for (i, &(_, c)) in others.iter().enumerate() {
         let lx = label_w + 110.0 * i as f64;
-        put(format!(
-            r##"<rect x="{lx}" y="{0}" width="12" height="12" fill="{1}"/><text x="{2}" y="{3}">{c}</text>"##,
-            axis_y + 40.0,
-            colour(c),
-            lx + 16.0,
-            axis_y + 50.0
-        ));
+        let (ry, fill, tx, ty) = (axis_y + 40.0, colour(c), lx + 16.0, axis_y + 50.0);
+        let _ = writeln!(
+            g,
+            r##"<rect x="{lx}" y="{ry}" width="12" height="12" fill="{fill}"/><text x="{tx}" y="{ty}">{c}</text>"##
+        );
     }
     g + "</svg>\n"
 }

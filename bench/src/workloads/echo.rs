@@ -1,50 +1,34 @@
 //! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load
-//! generator that measures every contender's server: requests/s, latency, fairness.
+//! generator (`compare load`) that measures every contender's server: requests/s,
+//! latency, fairness.
 //!
-//! ```text
-//! cargo run --release -p goro-bench --bin compare -- load --addr HOST:PORT
-//!     [--conns C] [--size BYTES] [--secs S] [--warmup S] [--json]
-//! ```
-//!
-//! It opens `C` connections (default 1) one after the other, then starts them together:
-//! each one sends a `size`-byte message (default 64), reads exactly `size` bytes back,
-//! checks that they are the bytes it sent (every message carries its sequence number),
-//! records the round trip and sends the next, for `--warmup` seconds (default 1, not
-//! counted) and then `--secs` seconds (default 10; fractions allowed). Only round trips
-//! that start after the warm-up and end before the deadline count; the one in flight at
-//! the deadline is dropped. It prints one line: requests/s (counted round trips /
-//! `secs`), the p50, p99 and max round-trip latency, and the fairness between the
-//! connections: mean, busiest and minimum number of round trips per connection, and
-//! busiest / mean. With `--json` a second line follows:
-//!
-//! ```text
-//! {"conns":C,"size":B,"secs":S,"rps":..,"p50_us":..,"p99_us":..,"max_us":..,"busiest_over_mean":..,"min_per_conn":..}
-//! ```
+//! It connects `--conns` connections one after the other, then starts them together:
+//! each one sends a `--size`-byte message, reads exactly that many bytes back, checks
+//! that they are the bytes it sent (every message carries its sequence number),
+//! records the round trip and sends the next, for `--warmup` seconds (not counted) and
+//! then `--secs` seconds. Only round trips that start after the warm-up and end before
+//! the deadline count. It prints one line: requests/s (counted round trips / `secs`),
+//! the p50, p99 and max round-trip latency (nearest rank), and the fairness between
+//! the connections: mean, busiest and minimum round trips per connection, and busiest
+//! / mean; with `--json` also the [`Report`] as a JSON line.
 //!
 //! Every connection is a goro coroutine (`GORO_MAXPROCS` sets the generator's Ps).
 //! Plain threads were an option once; on a 2-core machine the kernel lets a few of
 //! them run many round trips back to back while the others wait for a CPU, figures
-//! that describe the kernel's scheduler rather than the server. Every server in the
-//! `echo` suite is measured by the same generator.
+//! that describe the kernel's scheduler rather than the server. The `echo` suite runs
+//! it in a child process, so that it shares no runtime with the server it measures.
 //!
-//! Latencies are kept per connection as `Vec<u32>` of microseconds and merged and
-//! sorted at the end (nearest-rank percentiles).
-//!
-//! Every wait is bounded: a connect, a write or a read that makes no progress for 10 s
-//! is an error (printed, with the connection and its count of round trips), and the
-//! whole run gives up 15 s after its deadline. Errors exit with status 1. The soft
-//! `RLIMIT_NOFILE` is raised to the hard limit at start (500 connections need 500+
-//! descriptors here and as many in the server).
-//!
-//! The `echo` suite runs it in a child process (`compare load`), so that it shares no
-//! runtime with the server it measures.
+//! Every wait is bounded: a connect, a write or a read that makes no progress for
+//! [`STALL`] (10 s) is an error (printed, with the connection and its round trip), and
+//! the whole run gives up 15 s after its deadline; errors exit with status 1. The
+//! soft `RLIMIT_NOFILE` is raised to the hard limit at start (500 connections need
+//! 500+ descriptors here and as many in the server).
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use goro::chan::{channel, RecvTimeoutError, Sender};
+use goro::chan::{channel, RecvTimeoutError};
 use goro::net::{TcpListener, TcpStream};
 use serde::Serialize;
 
@@ -106,25 +90,22 @@ pub struct Report {
 
 impl Report {
     /// Merges the per-connection latencies (µs; one entry per counted round trip).
-    pub fn from_latencies(cfg: &Config, per_conn: Vec<Vec<u32>>) -> Result<Report, String> {
+    fn from_latencies(cfg: &Config, per_conn: Vec<Vec<u32>>) -> Result<Report, String> {
         let counts: Vec<u64> = per_conn.iter().map(|l| l.len() as u64).collect();
-        let requests: u64 = counts.iter().sum();
-        if requests == 0 {
+        let mut all = per_conn.concat();
+        if all.is_empty() {
             return Err(format!(
                 "no round trip completed in {} s after the warm-up",
                 cfg.secs
             ));
         }
-        let mut all: Vec<u32> = Vec::with_capacity(requests as usize);
-        for l in per_conn {
-            all.extend_from_slice(&l);
-        }
         all.sort_unstable();
+        // Nearest rank.
+        let percentile =
+            |p: f64| all[((p * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1];
+        let requests = all.len() as u64;
         let mean = requests as f64 / counts.len() as f64;
-        let (busiest_conn, busiest) = counts
-            .iter()
-            .copied()
-            .enumerate()
+        let (busiest_conn, busiest) = (counts.iter().copied().enumerate())
             .max_by_key(|&(_, n)| n)
             .unwrap_or((0, 0));
         Ok(Report {
@@ -133,9 +114,9 @@ impl Report {
             secs: cfg.secs,
             requests,
             rps: requests as f64 / cfg.secs,
-            p50_us: percentile(&all, 0.50),
-            p99_us: percentile(&all, 0.99),
-            max_us: *all.last().unwrap_or(&0),
+            p50_us: percentile(0.50),
+            p99_us: percentile(0.99),
+            max_us: all[all.len() - 1],
             mean_per_conn: mean,
             busiest_per_conn: busiest,
             busiest_conn,
@@ -145,14 +126,15 @@ impl Report {
     }
 
     /// The human line.
-    pub fn human(&self, client: &str) -> String {
+    fn human(&self) -> String {
         format!(
-            "compare load: {} conns x {} B for {} s ({client}): {:.0} req/s ({} round trips), \
-             latency p50 {} us, p99 {} us, max {} us; per connection: mean {:.1}, \
-             busiest {} (connection {}: {:.2}x mean), min {}",
+            "compare load: {} conns x {} B for {} s (goro clients, {} Ps): {:.0} req/s ({} \
+             round trips), latency p50 {} us, p99 {} us, max {} us; per connection: mean \
+             {:.1}, busiest {} (connection {}: {:.2}x mean), min {}",
             self.conns,
             self.size,
             self.secs,
+            goro::maxprocs(),
             self.rps,
             self.requests,
             self.p50_us,
@@ -167,15 +149,9 @@ impl Report {
     }
 }
 
-/// Nearest-rank percentile of sorted, non-empty `v`.
-pub fn percentile(v: &[u32], p: f64) -> u32 {
-    let rank = (p * v.len() as f64).ceil() as usize;
-    v[rank.clamp(1, v.len()) - 1]
-}
-
 /// Raises the soft `RLIMIT_NOFILE` to the hard limit (capped at 2^20 if the hard limit
 /// is unlimited); returns the soft limit in force afterwards.
-pub fn raise_nofile_limit() -> io::Result<u64> {
+fn raise_nofile_limit() -> io::Result<u64> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
     let target = if hard == RLIM_INFINITY { 1 << 20 } else { hard };
@@ -194,54 +170,43 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     let conns = cfg.conns as usize;
     if (conns as u64).saturating_add(32) > limit {
         return Err(format!(
-            "{} connections need more file descriptors than RLIMIT_NOFILE allows ({limit})",
-            cfg.conns
+            "{conns} connections need more file descriptors than RLIMIT_NOFILE allows ({limit})"
         ));
     }
-    let addr: SocketAddr = cfg
-        .addr
-        .to_socket_addrs()
+    let addr: SocketAddr = (cfg.addr.to_socket_addrs())
         .map_err(|e| format!("cannot resolve {}: {e}", cfg.addr))?
         .next()
         .ok_or_else(|| format!("{} resolves to no address", cfg.addr))?;
-
     // Connect all first, one after the other (no burst on the server's backlog).
-    let mut streams = Vec::with_capacity(conns);
-    for i in 0..conns {
-        streams.push(connect(&addr).map_err(|e| format!("connection {i}: {e}"))?);
-    }
-
-    // Then start them together: every client waits on the gate, which opens when its
-    // sender is dropped, and then reads the common start time.
-    let (gate_tx, gate_rx) = channel::<()>(0);
+    let streams = (0..conns)
+        .map(|i| connect(&addr).map_err(|e| format!("connection {i}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Then start them together: every client waits at the gate for the start time.
+    let (gate_tx, gate_rx) = channel::<Instant>(conns);
     let (res_tx, res_rx) = channel::<(usize, ConnResult)>(conns);
-    let start: Arc<OnceLock<Instant>> = Arc::default();
     let warmup = Duration::from_secs_f64(cfg.warmup);
     let secs = Duration::from_secs_f64(cfg.secs);
+    let size = cfg.size as usize;
     for (i, stream) in streams.into_iter().enumerate() {
-        let (gate_rx, res_tx, start) = (gate_rx.clone(), res_tx.clone(), start.clone());
-        let size = cfg.size as usize;
-        let body = move || {
+        let (gate_rx, res_tx) = (gate_rx.clone(), res_tx.clone());
+        drop(goro::go!(move || {
             let r = match gate_rx.recv_timeout(STALL + STALL) {
-                Err(RecvTimeoutError::Closed) => match start.get() {
-                    Some(&t0) => {
-                        let (warm_end, end) = (t0 + warmup, t0 + warmup + secs);
-                        client(&stream, size, warm_end, end)
-                    }
-                    None => Err("the gate opened without a start time".into()),
-                },
-                Ok(()) => Err("unexpected message on the start gate".into()),
+                Ok(t0) => client(&stream, size, t0 + warmup, t0 + warmup + secs),
                 Err(RecvTimeoutError::Timeout) => Err("the start gate never opened".into()),
+                Err(RecvTimeoutError::Closed) => Err("the gate closed without a start time".into()),
             };
             drop(stream);
-            send_result(&res_tx, i, r);
-        };
-        drop(goro::go!(body));
+            // The channel has room for every connection's result: this never blocks. It
+            // fails only if the main thread gave up already, which has then said why.
+            let _ = res_tx.send((i, r));
+        }));
     }
     drop(res_tx);
     let t0 = Instant::now();
-    start.set(t0).expect("the start time is set once");
-    drop(gate_tx);
+    for _ in 0..conns {
+        // The channel has room for every client's start time: this never blocks.
+        let _ = gate_tx.send(t0);
+    }
 
     let deadline = t0 + warmup + secs + GRACE;
     let mut per_conn: Vec<Option<Vec<u32>>> = vec![None; conns];
@@ -272,13 +237,8 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         }
         return Err(format!("{n} error(s):\n  {}", errors.join("\n  ")));
     }
-    Report::from_latencies(
-        cfg,
-        per_conn
-            .into_iter()
-            .map(Option::unwrap_or_default)
-            .collect(),
-    )
+    let per_conn = per_conn.into_iter().map(Option::unwrap_or_default);
+    Report::from_latencies(cfg, per_conn.collect())
 }
 
 /// Connects (bounded) and sets `TCP_NODELAY` and the stall bound as read and write
@@ -291,12 +251,6 @@ fn connect(addr: &SocketAddr) -> Result<TcpStream, String> {
         .and_then(|_| s.set_write_timeout(Some(STALL)))
         .map_err(|e| format!("socket options: {e}"))?;
     Ok(s)
-}
-
-fn send_result(tx: &Sender<(usize, ConnResult)>, i: usize, r: ConnResult) {
-    // The channel has room for every connection's result: this never blocks. It fails
-    // only if the main thread gave up already, which has then reported why.
-    let _ = tx.send((i, r));
 }
 
 /// One connection's closed loop: send, read back, check, time; until `end`. Returns
@@ -348,10 +302,7 @@ fn client(stream: &TcpStream, size: usize, warm_end: Instant, end: Instant) -> C
 pub fn main(cfg: &Config) -> i32 {
     match run(cfg) {
         Ok(rep) => {
-            println!(
-                "{}",
-                rep.human(&format!("goro clients, {} Ps", goro::maxprocs()))
-            );
+            println!("{}", rep.human());
             if cfg.json {
                 println!(
                     "{}",
