@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 use goro_bench::harness::run_bounded;
 use goro_bench::workloads::chan::{self, Wait, DELAYS_US};
-use goro_bench::workloads::tasks::{sieve, Chain, Coroutines, PingPong};
+use goro_bench::workloads::tasks::{now, sieve, Chain, Coroutines, PingPong};
 use goro_bench::workloads::{powser, CHAIN_HOPS};
 
 /// Bound of one sample's timed run.
@@ -38,7 +38,7 @@ fn on_fixture<F: Send + 'static>(
     c: &mut Criterion,
     (group, function): (&'static str, &str),
     build: impl FnOnce() -> Result<F, String> + Send + 'static,
-    op: fn(&F, u64) -> Result<(), String>,
+    op: fn(&mut F, u64) -> Result<(), String>,
     per_op: impl Fn(&F) -> f64,
     shutdown: fn(F) -> Result<(), String>,
 ) {
@@ -53,8 +53,9 @@ fn on_fixture<F: Send + 'static>(
                 .take()
                 .expect("the fixture is back after every sample");
             let (f, d) = run_bounded(TIMEOUT, group, move || {
+                let mut f = f;
                 let start = Instant::now();
-                let r = op(&f, iters);
+                let r = op(&mut f, iters);
                 (f, r.map(|()| start.elapsed()))
             });
             let d = ok(group, d).div_f64(per_op(&f));
@@ -79,10 +80,10 @@ fn chain_benches(c: &mut Criterion) {
         on_fixture(
             c,
             (name, "per_hop"),
-            move || Chain::<Coroutines>::new(CHAIN_HOPS, cap),
-            Chain::pass,
+            move || now(Chain::<Coroutines>::new(CHAIN_HOPS, cap)),
+            |ch, n| now(ch.pass(n)),
             |ch| ch.hops() as f64,
-            Chain::shutdown,
+            |ch| now(ch.shutdown()),
         );
     }
 }
@@ -112,7 +113,7 @@ fn sieve_bench(c: &mut Criterion) {
     g.bench_function("5000_primes", |b| {
         b.iter_custom(|iters| {
             (0..iters)
-                .map(|_| run_bounded(TIMEOUT, "Sieve", sieve::<Coroutines>))
+                .map(|_| run_bounded(TIMEOUT, "Sieve", || now(sieve::<Coroutines>())))
                 .map(|t| t.unwrap_or_else(|e| panic!("{e}")))
                 .sum()
         })
@@ -151,9 +152,9 @@ fn ping_pong_bench(c: &mut Criterion) {
         c,
         ("PingPong", "round_trip"),
         PingPong::<Coroutines>::new,
-        PingPong::round_trips,
+        |pp, n| now(pp.round_trips(n)),
         |_| 1.0,
-        PingPong::shutdown,
+        |pp| now(pp.shutdown()),
     );
 }
 

@@ -12,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use goro_bench::harness::run_bounded;
-use goro_bench::workloads::tasks::{Chain, Coroutines};
+use goro_bench::workloads::tasks::{now, Chain, Coroutines};
 use goro_bench::workloads::CHAIN_HOPS;
 
 fn arg(n: usize, default: u64) -> u64 {
@@ -34,13 +34,15 @@ fn main() {
     );
     for (name, cap) in [("Chain (unbuffered)", 0), ("ChainBuf (capacity 1)", 1)] {
         let result = run_bounded(Duration::from_secs(60), name, move || {
-            let chain = Chain::<Coroutines>::new(hops, cap)?;
-            // One token to warm up (first touches of the stacks), then the timed run.
-            chain.pass(1)?;
-            let start = Instant::now();
-            chain.pass(tokens)?;
-            let elapsed = start.elapsed();
-            chain.shutdown().map(|()| elapsed)
+            now(async {
+                let mut chain = Chain::<Coroutines>::new(hops, cap).await?;
+                // One token to warm up (first touches of the stacks), then the timed run.
+                chain.pass(1).await?;
+                let start = Instant::now();
+                chain.pass(tokens).await?;
+                let elapsed = start.elapsed();
+                chain.shutdown().await.map(|()| elapsed)
+            })
         });
         match result {
             Ok(e) => println!(

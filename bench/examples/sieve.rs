@@ -11,12 +11,14 @@
 use std::time::Duration;
 
 use goro_bench::harness::run_bounded;
-use goro_bench::workloads::tasks::{sieve, Coroutines};
+use goro_bench::workloads::tasks::{now, sieve, Coroutines};
 use goro_bench::workloads::{SIEVE_LAST_PRIME, SIEVE_PRIMES};
 
 fn main() {
     let p = goro::maxprocs();
-    match run_bounded(Duration::from_secs(120), "sieve", sieve::<Coroutines>) {
+    match run_bounded(Duration::from_secs(120), "sieve", || {
+        now(sieve::<Coroutines>())
+    }) {
         Ok(t) => println!(
             "concurrent prime sieve, {p} P(s): prime #{SIEVE_PRIMES} = {SIEVE_LAST_PRIME} \
              (checked) in {:.1} ms",

@@ -15,7 +15,7 @@
 
 use std::process::ExitCode;
 
-use goro_bench::workloads::tasks::{Chain, Coroutines, PingPong};
+use goro_bench::workloads::tasks::{now, Chain, Coroutines, PingPong};
 
 /// `n` one-byte sends and receives on a connected pair of UDP sockets of type `$t`
 /// (std's or goro's: the same API).
@@ -41,14 +41,14 @@ fn run(mode: &str, n: u64) -> bool {
             }
         }),
         "pingpong" => goro::go!(move || {
-            let pp = PingPong::<Coroutines>::new().expect("the echo starts");
-            pp.round_trips(n).expect("echo alive");
-            pp.shutdown().expect("echo");
+            let mut pp = PingPong::<Coroutines>::new().expect("the echo starts");
+            now(pp.round_trips(n)).expect("echo alive");
+            now(pp.shutdown()).expect("echo");
         }),
         "chain" => goro::go!(move || {
-            let chain = Chain::<Coroutines>::new(100, 0).expect("the links start");
-            chain.pass(n).expect("chain alive");
-            chain.shutdown().expect("links");
+            let mut chain = now(Chain::<Coroutines>::new(100, 0)).expect("the links start");
+            now(chain.pass(n)).expect("chain alive");
+            now(chain.shutdown()).expect("links");
         }),
         "mutex" => goro::go!(move || {
             let m = goro::sync::Mutex::new(0u64);

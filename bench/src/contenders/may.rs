@@ -37,7 +37,7 @@ use may::sync::{mpsc, Semphore};
 
 use super::Contender;
 use crate::harness::procfs;
-use crate::workloads::tasks::{self, Alive, Tasks};
+use crate::workloads::tasks::{self, now, Alive, Blocking};
 use crate::workloads::{self as common, Workload};
 
 /// Sets may's worker count; must run before may's scheduler starts (its first use).
@@ -95,7 +95,7 @@ impl Contender for May {
         // Start the scheduler (its coroutine pool is allocated then) before counting maps.
         MayTasks::join(MayTasks::spawn(|| ())?)?;
         let name = w.name();
-        MayTasks::join(MayTasks::spawn(move || tasks::run::<MayTasks>(name))?)?
+        MayTasks::join(MayTasks::spawn(move || now(tasks::run::<MayTasks>(name)))?)?
             .unwrap_or_else(|| Err(format!("no may workload {name}")))
     }
     fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
@@ -159,7 +159,7 @@ fn may_channel<T>(credit: Option<usize>) -> (Tx<T>, Rx<T>) {
     )
 }
 
-impl Tasks for MayTasks {
+impl Blocking for MayTasks {
     type Handle<T: Send + 'static> = JoinHandle<T>;
     type Tx<T: Send + 'static> = Tx<T>;
     type Rx<T: Send + 'static> = Rx<T>;

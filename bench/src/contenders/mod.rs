@@ -116,7 +116,8 @@ impl Contender for Goro {
             return m;
         }
         crate::harness::in_coroutine(move || {
-            workloads::tasks::run::<Coroutines>(name).or_else(|| workloads::chan::run(name).map(Ok))
+            workloads::tasks::now(workloads::tasks::run::<Coroutines>(name))
+                .or_else(|| workloads::chan::run(name).map(Ok))
         })
         .unwrap_or_else(|| Err(format!("no goro workload {name}")))
     }

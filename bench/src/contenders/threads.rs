@@ -32,7 +32,7 @@ use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
 
 use crate::harness::procfs;
 use crate::workloads::sync::Impl;
-use crate::workloads::tasks::{self, Alive, Tasks};
+use crate::workloads::tasks::{self, now, Alive, Blocking};
 use crate::workloads::{self as common, Workload};
 
 /// A thread's stack (the contract's figure for `spawn_park`).
@@ -61,7 +61,7 @@ impl super::Contender for Threads {
     }
     fn run(&self, w: &Workload) -> common::Outcome {
         common::sync::measure(w.name(), Impl::Std)
-            .or_else(|| tasks::run::<Threads>(w.name()))
+            .or_else(|| now(tasks::run::<Threads>(w.name())))
             .unwrap_or_else(|| Err(format!("no threads workload {}", w.name())))
     }
     fn serve(&self, addr: std::net::SocketAddr) -> io::Result<()> {
@@ -69,7 +69,7 @@ impl super::Contender for Threads {
     }
 }
 
-impl Tasks for Threads {
+impl Blocking for Threads {
     type Handle<T: Send + 'static> = JoinHandle<T>;
     type Tx<T: Send + 'static> = SyncSender<T>;
     type Rx<T: Send + 'static> = Receiver<T>;

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use goro::park::WaitReason;
 use goro_sync::{backoff, sema};
 
-use super::tasks::{Coroutines, Tasks};
+use super::tasks::{Blocking, Coroutines};
 use crate::contenders::threads::Threads;
 
 /// Bound of one timed run (spawning to the last join); a run that takes longer
@@ -255,7 +255,7 @@ type Body = Arc<dyn Fn(&mut Pb<'_>) + Send + Sync>;
 /// Go's `b.RunParallel(body)`: runs `body` on `workers` tasks of `R` that wait at a
 /// start gate, and returns the time from the gate's opening to the last one's join.
 /// The waits poll with `R::yield_now` (workers may outnumber Ps or cores), bounded.
-fn run_parallel<R: Tasks>(workers: usize, iters: u64, body: Body) -> Duration {
+fn run_parallel<R: Blocking>(workers: usize, iters: u64, body: Body) -> Duration {
     let gate = Arc::new(Gate::new(workers, iters));
     let bounded = |what: &str, cond: &dyn Fn() -> bool| {
         let t0 = Instant::now();
@@ -409,7 +409,11 @@ counting_mutex!(parking_lot::Mutex<u64>, |m| m.lock());
 counting_mutex!(may::sync::Mutex<u64>, |m| m.lock().expect("poisoned"));
 
 /// The `Mutex*` benchmarks with mutex type `M` on workers of `R`.
-fn mutex_bench<R: Tasks, M: CountingMutex>(bench: Bench, workers: usize, iters: u64) -> Duration {
+fn mutex_bench<R: Blocking, M: CountingMutex>(
+    bench: Bench,
+    workers: usize,
+    iters: u64,
+) -> Duration {
     match bench {
         // Go's BenchmarkMutexUncontended: each worker its own padded mutex (on its
         // stack, as Go's does not escape), plus the counting.

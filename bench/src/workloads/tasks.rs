@@ -1,7 +1,6 @@
-//! The comparison's task workloads, written once for every contender whose tasks block
-//! (goro's coroutines, may's coroutines, plain threads; tokio's futures have their own
-//! in `contenders/tokio.rs`): chain, chainbuf, sieve, pingpong, spawn_join, yield, the
-//! mutex, sleep lateness and spawn-and-park.
+//! The comparison's task workloads, written once for every contender (goro's and
+//! may's coroutines, plain threads, tokio's tasks): chain, chainbuf, sieve, pingpong,
+//! spawn_join, yield, the mutex, sleep lateness and spawn-and-park.
 //!
 //! - [`Chain`]: a daisy chain of tasks, each receiving a number from the channel on its
 //!   left and sending it, plus one, to the channel on its right (the `Chain` and
@@ -11,12 +10,20 @@
 //!   feeds 2, 3, 4, ... into a pipeline of filters, one per prime found.
 //! - [`PingPong`]: two tasks passing a number back and forth.
 //!
-//! Every task is spawned through [`Tasks`]; a runtime that refuses one (a stack or a
-//! thread the OS will not give) makes the run a skip that says so, after the tasks
-//! made so far are released and joined. A wrong result is an error, never a figure.
+//! The workloads are `async`, so that tokio runs them as they are. On the runtimes
+//! whose operations block (goro, may, threads) every operation returns a future that
+//! is ready at once ([`std::future::Ready`]), so a whole task completes in its first
+//! poll: [`now`] polls it, on the task's own stack.
+//!
+//! A runtime that refuses a task (a stack or a thread the OS will not give) makes the
+//! run a skip that says so, after the tasks made so far are released and joined. A
+//! wrong result is an error, never a figure.
 
+use std::future::{ready, Future};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use super::sync::CountingMutex;
@@ -26,6 +33,19 @@ use super::{
     YIELD_COUNT, YIELD_TASKS_PER_WORKER,
 };
 use crate::harness::procfs;
+
+/// Runs `f` to its end on this stack, in one poll: for a blocking runtime's tasks.
+///
+/// # Panics
+///
+/// If `f` is not done after one poll: it awaited something other than a blocking
+/// runtime's ready futures.
+pub fn now<F: Future>(f: F) -> F::Output {
+    match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("a blocking runtime's task awaited a future that was not ready"),
+    }
+}
 
 /// How the tasks a workload keeps alive hold the system's resources.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,20 +58,22 @@ pub enum Alive {
 
 /// A runtime's tasks, channels and mutex: what the workloads here need.
 pub trait Tasks: Sized + 'static {
-    type Handle<T: Send + 'static>;
+    type Handle<T: Send + 'static>: Send;
     type Tx<T: Send + 'static>: Send + 'static;
     type Rx<T: Send + 'static>: Send + 'static;
-    type Mutex: CountingMutex;
+    type Mutex: Send + Sync + 'static;
     /// The measured time a long hand-off workload (chain, sieve, pingpong) may take
     /// before it gives up with a skip that gives the rate reached (plain threads, whose
     /// hand-offs cost microseconds); the workload is never shrunk.
     const BUDGET: Option<Duration> = None;
     /// Spawns a task, or says why the runtime cannot.
     fn spawn<T: Send + 'static>(
-        f: impl FnOnce() -> T + Send + 'static,
+        f: impl Future<Output = T> + Send + 'static,
     ) -> Result<Self::Handle<T>, String>;
     /// Joins a task; its panic is an error.
-    fn join<T: Send + 'static>(h: Self::Handle<T>) -> Result<T, String>;
+    fn join<T: Send + 'static>(
+        h: Self::Handle<T>,
+    ) -> impl Future<Output = Result<T, String>> + Send;
     /// A channel of capacity `cap` (0: rendezvous), or the closest the runtime has.
     fn channel<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
     /// A channel of capacity `cap` that the workload never fills (one value in flight
@@ -59,12 +81,21 @@ pub trait Tasks: Sized + 'static {
     fn pipe<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
         Self::channel(cap)
     }
+    /// A channel for one value (the runtime's one-shot channel, if it has one).
+    fn once<T: Send + 'static>() -> (Self::Tx<T>, Self::Rx<T>) {
+        Self::pipe(0)
+    }
     /// Sends `v`; false once the receiver is gone.
-    fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) -> bool;
+    fn send<T: Send + 'static>(tx: &mut Self::Tx<T>, v: T) -> impl Future<Output = bool> + Send;
     /// The next value; `None` once the sender is gone.
-    fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Option<T>;
-    fn yield_now();
-    fn sleep(d: Duration);
+    fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send;
+    fn yield_now() -> impl Future<Output = ()> + Send;
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
+    /// A mutex around a counter at 0.
+    fn mutex() -> Self::Mutex;
+    /// Locks, adds one, unlocks.
+    fn increment(m: &Self::Mutex) -> impl Future<Output = ()> + Send;
+    fn count(m: &Self::Mutex) -> impl Future<Output = u64> + Send;
     /// Whether `n` more tasks, alive at once as `alive` says, fit in the system's
     /// limits; if not, which limit says no (checked before, not found out: past some
     /// limits the process aborts or hangs).
@@ -73,21 +104,101 @@ pub trait Tasks: Sized + 'static {
     }
 }
 
-/// The run of a comparison workload on `R`, from a task of `R` (or, for threads, the
-/// main thread); None if `name` is not one of them.
-pub fn run<R: Tasks>(name: &str) -> Option<Outcome> {
+/// A runtime whose calls block (goro's and may's coroutines, threads): its operations
+/// as plain calls; the blanket [`Tasks`] impl wraps each in a ready future and runs
+/// each task's future with [`now`].
+pub trait Blocking: Sized + 'static {
+    type Handle<T: Send + 'static>: Send;
+    type Tx<T: Send + 'static>: Send + 'static;
+    type Rx<T: Send + 'static>: Send + 'static;
+    type Mutex: CountingMutex;
+    /// [`Tasks::BUDGET`].
+    const BUDGET: Option<Duration> = None;
+    fn spawn<T: Send + 'static>(
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<Self::Handle<T>, String>;
+    fn join<T: Send + 'static>(h: Self::Handle<T>) -> Result<T, String>;
+    fn channel<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
+    /// [`Tasks::pipe`].
+    fn pipe<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
+        Self::channel(cap)
+    }
+    fn send<T: Send + 'static>(tx: &Self::Tx<T>, v: T) -> bool;
+    fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Option<T>;
+    fn yield_now();
+    fn sleep(d: Duration);
+    /// [`Tasks::room`].
+    fn room(_n: usize, _alive: Alive) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+impl<B: Blocking> Tasks for B {
+    type Handle<T: Send + 'static> = B::Handle<T>;
+    type Tx<T: Send + 'static> = B::Tx<T>;
+    type Rx<T: Send + 'static> = B::Rx<T>;
+    type Mutex = B::Mutex;
+    const BUDGET: Option<Duration> = B::BUDGET;
+    fn spawn<T: Send + 'static>(
+        f: impl Future<Output = T> + Send + 'static,
+    ) -> Result<B::Handle<T>, String> {
+        B::spawn(move || now(f))
+    }
+    fn join<T: Send + 'static>(h: B::Handle<T>) -> impl Future<Output = Result<T, String>> + Send {
+        ready(B::join(h))
+    }
+    fn channel<T: Send + 'static>(cap: usize) -> (B::Tx<T>, B::Rx<T>) {
+        B::channel(cap)
+    }
+    fn pipe<T: Send + 'static>(cap: usize) -> (B::Tx<T>, B::Rx<T>) {
+        B::pipe(cap)
+    }
+    fn send<T: Send + 'static>(tx: &mut B::Tx<T>, v: T) -> impl Future<Output = bool> + Send {
+        ready(B::send(tx, v))
+    }
+    fn recv<T: Send + 'static>(rx: &mut B::Rx<T>) -> impl Future<Output = Option<T>> + Send {
+        ready(B::recv(rx))
+    }
+    fn yield_now() -> impl Future<Output = ()> + Send {
+        B::yield_now();
+        ready(())
+    }
+    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+        B::sleep(d);
+        ready(())
+    }
+    fn mutex() -> B::Mutex {
+        B::Mutex::with_zero()
+    }
+    fn increment(m: &B::Mutex) -> impl Future<Output = ()> + Send {
+        m.increment();
+        ready(())
+    }
+    fn count(m: &B::Mutex) -> impl Future<Output = u64> + Send {
+        ready(m.count())
+    }
+    fn room(n: usize, alive: Alive) -> Result<(), String> {
+        B::room(n, alive)
+    }
+}
+
+/// The run of a comparison workload on `R` (for tokio, in a task; for the blocking
+/// runtimes, [`now`] it from a task or the main thread); None if `name` is not one.
+pub async fn run<R: Tasks>(name: &'static str) -> Option<Outcome> {
     let procs = super::procs();
     Some(match name {
-        "chain" => chain::<R>(0),
-        "chainbuf" => chain::<R>(1),
-        "sieve" => sieve::<R>().map(|t| Measurement::value(t.as_secs_f64() * 1e3)),
-        "pingpong" => ping_pong::<R>(),
-        "spawn_join" => spawn_join::<R>(),
-        "yield" => yields::<R>(procs).map(Measurement::value),
-        "sleep_lateness" => sleep_lateness::<R>(procs).map(Measurement::value),
+        "chain" => chain::<R>(0).await,
+        "chainbuf" => chain::<R>(1).await,
+        "sieve" => sieve::<R>()
+            .await
+            .map(|t| Measurement::value(t.as_secs_f64() * 1e3)),
+        "pingpong" => ping_pong::<R>().await,
+        "spawn_join" => spawn_join::<R>().await,
+        "yield" => yields::<R>(procs).await.map(Measurement::value),
+        "sleep_lateness" => sleep_lateness::<R>(procs).await.map(Measurement::value),
         _ => match (super::mutex_tasks(name), super::park_tasks(name)) {
-            (Some(tasks), _) => mutex::<R>(tasks),
-            (_, Some(n)) => spawn_park::<R>(name, n),
+            (Some(tasks), _) => mutex::<R>(tasks).await,
+            (_, Some(n)) => spawn_park::<R>(name, n).await,
             _ => return None,
         },
     })
@@ -121,33 +232,69 @@ fn check_budget<R: Tasks>(
 }
 
 /// Polls (sleeping 1 ms) until `n` tasks have counted themselves in `started`.
-fn wait_started<R: Tasks>(started: &AtomicUsize, n: usize) -> Result<(), String> {
+async fn wait_started<R: Tasks>(started: &AtomicUsize, n: usize) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(30);
     // Relaxed: a count; what the tasks do next does not depend on it.
     while started.load(Ordering::Relaxed) < n {
         if Instant::now() > deadline {
             return Err(format!("{n} tasks did not start in 30 s"));
         }
-        R::sleep(Duration::from_millis(1));
+        R::sleep(Duration::from_millis(1)).await;
     }
     Ok(())
 }
 
-/// Joins every handle (after a failure: their errors are not news).
-fn join_all<R: Tasks, T: Send + 'static>(handles: Vec<R::Handle<T>>) {
+/// Joins every handle; the first error.
+async fn join_all<R: Tasks, T: Send + 'static>(
+    handles: Vec<R::Handle<T>>,
+) -> Result<Vec<T>, String> {
+    let mut out = Vec::with_capacity(handles.len());
+    let mut first = Ok(());
     for h in handles {
-        let _ = R::join(h);
+        match R::join(h).await {
+            Ok(v) => out.push(v),
+            Err(e) => first = first.and(Err(e)),
+        }
     }
+    first.map(|()| out)
 }
 
-/// The error of a spawn that failed after `created` others, which were released and
-/// joined.
-fn refused(what: &str, i: usize, n: usize, why: String) -> String {
+/// The error of a spawn that failed after `i` others, which were released and joined.
+async fn refused<R: Tasks, T: Send + 'static>(
+    what: &str,
+    i: usize,
+    n: usize,
+    why: String,
+    created: Vec<R::Handle<T>>,
+) -> String {
+    let _ = join_all::<R, T>(created).await;
     format!(
         "{what} {} of {n} could not be spawned ({why}); the {i} created before were \
          released and joined",
         i + 1
     )
+}
+
+/// A task that passes on what `rx` gives, through `f` (which may drop it), to `tx`,
+/// until either side closes: a chain link, the ping-pong echo, a sieve filter.
+fn relay<R: Tasks, T: Send + 'static>(
+    mut rx: R::Rx<T>,
+    mut tx: R::Tx<T>,
+    started: Option<Arc<AtomicUsize>>,
+    f: impl Fn(T) -> Option<T> + Send + 'static,
+) -> Result<R::Handle<()>, String> {
+    R::spawn(async move {
+        if let Some(s) = started {
+            s.fetch_add(1, Ordering::Relaxed); // Relaxed: see wait_started
+        }
+        while let Some(v) = R::recv(&mut rx).await {
+            if let Some(v) = f(v) {
+                if !R::send(&mut tx, v).await {
+                    return;
+                }
+            }
+        }
+    })
 }
 
 /// A chain of tasks, built once and used for as many tokens as wanted.
@@ -161,7 +308,7 @@ impl<R: Tasks> Chain<R> {
     /// Spawns `hops` links joined by channels of capacity `cap` (0: Go's unbuffered
     /// channels) and waits until every link has started (not timed). A link lives
     /// until the channel on its left closes.
-    pub fn new(hops: usize, cap: usize) -> Result<Chain<R>, String> {
+    pub async fn new(hops: usize, cap: usize) -> Result<Chain<R>, String> {
         R::room(hops, Alive::Running)?;
         let started = Arc::new(AtomicUsize::new(0));
         let (head, mut tail) = R::pipe(cap);
@@ -169,27 +316,16 @@ impl<R: Tasks> Chain<R> {
         for i in 0..hops {
             let (tx, next) = R::pipe(cap);
             let input = std::mem::replace(&mut tail, next);
-            let started = started.clone();
-            let link = R::spawn(move || {
-                started.fetch_add(1, Ordering::Relaxed); // Relaxed: see wait_started
-                drop(started);
-                while let Some(v) = R::recv(&input) {
-                    if !R::send(&tx, v + 1) {
-                        return;
-                    }
-                }
-            });
-            match link {
+            match relay::<R, _>(input, tx, Some(started.clone()), |v| Some(v + 1)) {
                 Ok(h) => links.push(h),
                 Err(why) => {
                     // Closing the head ends the links made so far, one after the other.
                     drop(head);
-                    join_all::<R, _>(links);
-                    return Err(refused("link", i, hops, why));
+                    return Err(refused::<R, _>("link", i, hops, why, links).await);
                 }
             }
         }
-        wait_started::<R>(&started, hops)?;
+        wait_started::<R>(&started, hops).await?;
         Ok(Chain { head, tail, links })
     }
 
@@ -200,52 +336,44 @@ impl<R: Tasks> Chain<R> {
 
     /// Passes `tokens` tokens through, one at a time, each checked at the tail (one
     /// added per hop).
-    pub fn pass(&self, tokens: u64) -> Result<(), String> {
-        let want = |i: u64| i + self.hops() as u64;
+    pub async fn pass(&mut self, tokens: u64) -> Result<(), String> {
+        let hops = self.hops() as u64;
         for i in 0..tokens {
-            if !R::send(&self.head, i) {
+            if !R::send(&mut self.head, i).await {
                 return Err("chain: the head closed".into());
             }
-            match R::recv(&self.tail) {
-                Some(v) if v == want(i) => {}
-                got => {
-                    return Err(format!(
-                        "chain: token {i} came out as {got:?}, not {}",
-                        want(i)
-                    ))
-                }
-            }
+            let out = R::recv(&mut self.tail)
+                .await
+                .ok_or("chain: the tail closed")?;
+            expect_eq(format_args!("chain: token {i} out"), out, i + hops)?;
         }
         Ok(())
     }
 
     /// Closes the head and joins every link (each ends when its left channel closes,
     /// which closes the next).
-    pub fn shutdown(self) -> Result<(), String> {
+    pub async fn shutdown(self) -> Result<(), String> {
         drop(self.head);
-        let n = self.links.len();
-        for (i, h) in self.links.into_iter().enumerate() {
-            R::join(h).map_err(|e| format!("chain link {i} of {n}: {e}"))?;
-        }
-        Ok(())
+        join_all::<R, _>(self.links)
+            .await
+            .map(drop)
+            .map_err(|e| format!("chain: {e}"))
     }
 }
 
 /// `chain` and `chainbuf`: `CHAIN_TOKENS` tokens through `CHAIN_HOPS` links; ns per hop.
-fn chain<R: Tasks>(cap: usize) -> Outcome {
-    let chain = Chain::<R>::new(CHAIN_HOPS, cap)?;
+async fn chain<R: Tasks>(cap: usize) -> Outcome {
+    let mut chain = Chain::<R>::new(CHAIN_HOPS, cap).await?;
     let t = Instant::now();
     for k in 1..=CHAIN_TOKENS {
-        let over = chain
-            .pass(1)
-            .and_then(|()| check_budget::<R>(t, k, CHAIN_TOKENS, "tokens", 1));
-        if let Err(e) = over {
-            chain.shutdown()?;
+        let over = chain.pass(1).await;
+        if let Err(e) = over.and_then(|()| check_budget::<R>(t, k, CHAIN_TOKENS, "tokens", 1)) {
+            chain.shutdown().await?;
             return Err(e);
         }
     }
     let elapsed = t.elapsed();
-    chain.shutdown()?;
+    chain.shutdown().await?;
     Ok(Measurement::value(per(elapsed, CHAIN_TOKENS * CHAIN_HOPS)))
 }
 
@@ -262,54 +390,52 @@ impl<R: Tasks> PingPong<R> {
     pub fn new() -> Result<PingPong<R>, String> {
         let (ping, ping_rx) = R::pipe::<u64>(0);
         let (pong_tx, pong) = R::pipe::<u64>(0);
-        let echo = R::spawn(move || {
-            while let Some(v) = R::recv(&ping_rx) {
-                if !R::send(&pong_tx, v + 1) {
-                    return;
-                }
-            }
-        })?;
+        let echo = relay::<R, _>(ping_rx, pong_tx, None, |v| Some(v + 1))?;
         Ok(PingPong { ping, pong, echo })
     }
 
     /// `n` round trips, each checked.
-    pub fn round_trips(&self, n: u64) -> Result<(), String> {
+    pub async fn round_trips(&mut self, n: u64) -> Result<(), String> {
         for i in 0..n {
-            if !R::send(&self.ping, i) {
+            if !R::send(&mut self.ping, i).await {
                 return Err("pingpong: the echo is gone".into());
             }
-            let back = R::recv(&self.pong).ok_or("pingpong: the echo is gone")?;
+            let back = R::recv(&mut self.pong)
+                .await
+                .ok_or("pingpong: the echo is gone")?;
             expect_eq(format_args!("pingpong: {i} back"), back, i + 1)?;
         }
         Ok(())
     }
 
     /// Closes the ping channel and joins the echo.
-    pub fn shutdown(self) -> Result<(), String> {
+    pub async fn shutdown(self) -> Result<(), String> {
         drop(self.ping);
-        R::join(self.echo).map_err(|e| format!("pingpong: the echo: {e}"))
+        R::join(self.echo)
+            .await
+            .map_err(|e| format!("pingpong: the echo: {e}"))
     }
 }
 
 /// `pingpong`: `PINGPONG_ROUNDS` round trips, in batches of 1024; ns per round trip.
-fn ping_pong<R: Tasks>() -> Outcome {
+async fn ping_pong<R: Tasks>() -> Outcome {
     const BATCH: usize = 1024;
-    let pp = PingPong::<R>::new()?;
+    let mut pp = PingPong::<R>::new()?;
     let t = Instant::now();
     let mut done = 0;
     while done < PINGPONG_ROUNDS {
         let n = BATCH.min(PINGPONG_ROUNDS - done);
         done += n;
-        let over = pp
-            .round_trips(n as u64)
-            .and_then(|()| check_budget::<R>(t, done, PINGPONG_ROUNDS, "round trips", 1));
+        let over = pp.round_trips(n as u64).await;
+        let over =
+            over.and_then(|()| check_budget::<R>(t, done, PINGPONG_ROUNDS, "round trips", 1));
         if let Err(e) = over {
-            pp.shutdown()?;
+            pp.shutdown().await?;
             return Err(e);
         }
     }
     let elapsed = t.elapsed();
-    pp.shutdown()?;
+    pp.shutdown().await?;
     Ok(Measurement::value(per(elapsed, PINGPONG_ROUNDS)))
 }
 
@@ -321,21 +447,21 @@ fn ping_pong<R: Tasks>() -> Outcome {
 /// The tear-down is not timed: the caller drops its end of the pipeline, so the last
 /// filter's next send fails and it returns, which closes the channel of the one
 /// before, and so on back to the generator; every task is joined.
-pub fn sieve<R: Tasks>() -> Result<Duration, String> {
+pub async fn sieve<R: Tasks>() -> Result<Duration, String> {
     let n = SIEVE_PRIMES;
     R::room(n + 1, Alive::Running)?;
     let start = Instant::now();
-    let (gen_tx, mut rx) = R::channel::<u32>(0);
-    let mut tasks = vec![R::spawn(move || {
+    let (mut gen_tx, mut rx) = R::channel::<u32>(0);
+    let mut tasks = vec![R::spawn(async move {
         let mut i = 2;
-        while R::send(&gen_tx, i) {
+        while R::send(&mut gen_tx, i).await {
             i += 1;
         }
     })?];
     let mut primes: Vec<u32> = Vec::with_capacity(n);
     let mut failed = None;
     while failed.is_none() {
-        let Some(p) = R::recv(&rx) else {
+        let Some(p) = R::recv(&mut rx).await else {
             failed = Some("sieve: the pipeline closed early".to_string());
             break;
         };
@@ -349,21 +475,14 @@ pub fn sieve<R: Tasks>() -> Result<Duration, String> {
         }
         let (tx, next) = R::channel::<u32>(0);
         let input = std::mem::replace(&mut rx, next);
-        let filter = R::spawn(move || {
-            while let Some(v) = R::recv(&input) {
-                if v % p != 0 && !R::send(&tx, v) {
-                    return;
-                }
-            }
-        });
-        match filter {
+        match relay::<R, _>(input, tx, None, move |v| (v % p != 0).then_some(v)) {
             Ok(h) => tasks.push(h),
-            Err(why) => failed = Some(refused("filter", tasks.len() - 1, n, why)),
+            Err(why) => failed = Some(format!("filter {} of {n}: {why}", tasks.len())),
         }
     }
     let elapsed = start.elapsed();
     drop(rx);
-    let joined: Result<Vec<()>, String> = tasks.into_iter().map(R::join).collect();
+    let joined = join_all::<R, _>(tasks).await;
     if let Some(e) = failed {
         return Err(e);
     }
@@ -389,22 +508,19 @@ pub fn sieve<R: Tasks>() -> Result<Duration, String> {
 
 /// `spawn_join`: `SPAWN_TASKS` tasks spawned, then joined in order, each returning its
 /// index; ns per task.
-fn spawn_join<R: Tasks>() -> Outcome {
+async fn spawn_join<R: Tasks>() -> Outcome {
     R::room(SPAWN_TASKS, Alive::Unjoined)?;
     let t = Instant::now();
     let mut handles = Vec::with_capacity(SPAWN_TASKS);
     for i in 0..SPAWN_TASKS {
-        match R::spawn(move || i as u64) {
+        match R::spawn(async move { i as u64 }) {
             Ok(h) => handles.push(h),
-            Err(why) => {
-                join_all::<R, _>(handles);
-                return Err(refused("task", i, SPAWN_TASKS, why));
-            }
+            Err(why) => return Err(refused::<R, _>("task", i, SPAWN_TASKS, why, handles).await),
         }
     }
     let mut sum = 0;
     for (i, h) in handles.into_iter().enumerate() {
-        let v = R::join(h)?;
+        let v = R::join(h).await?;
         expect_eq(format_args!("spawn_join: task {i}'s result"), v, i as u64)?;
         sum += v;
     }
@@ -413,73 +529,84 @@ fn spawn_join<R: Tasks>() -> Outcome {
     Ok(Measurement::value(per(elapsed, SPAWN_TASKS)))
 }
 
-/// Spawns `n` copies of `f` and joins them all.
-fn spawn_n<R: Tasks, T: Send + 'static>(
+/// Spawns `n` tasks of `f()` and joins them all.
+async fn spawn_n<R: Tasks, F: Future<Output = ()> + Send + 'static>(
     n: usize,
-    f: impl Fn() -> T + Clone + Send + 'static,
-) -> Result<Vec<T>, String> {
-    let handles: Vec<_> = (0..n)
-        .map(|_| R::spawn(f.clone()))
-        .collect::<Result<_, _>>()?;
-    handles.into_iter().map(R::join).collect()
+    f: impl Fn() -> F,
+) -> Result<(), String> {
+    let handles: Vec<_> = (0..n).map(|_| R::spawn(f())).collect::<Result<_, _>>()?;
+    join_all::<R, _>(handles).await.map(drop)
 }
 
 /// `yield`: `YIELD_TASKS_PER_WORKER` tasks per P (per "worker" for threads) each yield
 /// `YIELD_COUNT` times; ns per yield.
-pub fn yields<R: Tasks>(procs: usize) -> Result<f64, String> {
+pub async fn yields<R: Tasks>(procs: usize) -> Result<f64, String> {
     let tasks = YIELD_TASKS_PER_WORKER * procs;
     let t = Instant::now();
-    spawn_n::<R, _>(tasks, || (0..YIELD_COUNT).for_each(|_| R::yield_now()))?;
+    spawn_n::<R, _>(tasks, || async {
+        for _ in 0..YIELD_COUNT {
+            R::yield_now().await;
+        }
+    })
+    .await?;
     Ok(per(t.elapsed(), tasks * YIELD_COUNT))
 }
 
 /// `sleep_lateness`: `SLEEP_COUNT` 1 ms sleeps (the calling task) under 2
 /// spin-50-µs-and-yield tasks per P; the mean lateness in µs.
-pub fn sleep_lateness<R: Tasks>(procs: usize) -> Result<f64, String> {
+pub async fn sleep_lateness<R: Tasks>(procs: usize) -> Result<f64, String> {
     let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    // Relaxed: a stop flag publishes no data; seeing it one loop late is harmless.
-    let spinner = move || {
-        while !s.load(Ordering::Relaxed) {
-            spin(Duration::from_micros(50));
-            R::yield_now();
-        }
-    };
-    let load: Result<Vec<_>, String> = (0..2 * procs).map(|_| R::spawn(spinner.clone())).collect();
+    let load: Result<Vec<_>, String> = (0..2 * procs)
+        .map(|_| {
+            let stop = stop.clone();
+            R::spawn(async move {
+                // Relaxed: a stop flag publishes no data; seeing it a loop late is harmless.
+                while !stop.load(Ordering::Relaxed) {
+                    spin(Duration::from_micros(50));
+                    R::yield_now().await;
+                }
+            })
+        })
+        .collect();
     let nap = Duration::from_millis(1);
     let mut late_us = 0.0;
     if load.is_ok() {
         for _ in 0..SLEEP_COUNT {
             let t = Instant::now();
-            R::sleep(nap);
+            R::sleep(nap).await;
             late_us += t.elapsed().as_secs_f64() * 1e6 - 1e3;
         }
     }
     stop.store(true, Ordering::Relaxed); // Relaxed: see the load loop
-    for h in load? {
-        R::join(h)?;
-    }
+    join_all::<R, _>(load?).await?;
     Ok(late_us / SLEEP_COUNT as f64)
 }
 
 /// The comparison's mutex: `tasks` tasks share `MUTEX_OPS` lock/increment/unlock
 /// rounds of `R`'s mutex, spawning and joining timed; the final count is checked. ns
 /// per operation.
-fn mutex<R: Tasks>(tasks: usize) -> Outcome {
+async fn mutex<R: Tasks>(tasks: usize) -> Outcome {
     let each = ops_per_task(tasks)?;
-    let m = Arc::new(R::Mutex::with_zero());
+    let m = Arc::new(R::mutex());
     let t = Instant::now();
-    let counter = m.clone();
-    spawn_n::<R, _>(tasks, move || (0..each).for_each(|_| counter.increment()))?;
+    spawn_n::<R, _>(tasks, || {
+        let m = m.clone();
+        async move {
+            for _ in 0..each {
+                R::increment(&m).await;
+            }
+        }
+    })
+    .await?;
     let elapsed = t.elapsed();
-    expect_eq("mutex: the count", m.count(), MUTEX_OPS as u64)?;
+    expect_eq("mutex: the count", R::count(&m).await, MUTEX_OPS as u64)?;
     Ok(Measurement::value(per(elapsed, MUTEX_OPS)))
 }
 
-/// Spawn-and-park: `n` tasks each parked on its own rendezvous receive, then released
+/// Spawn-and-park: `n` tasks each parked on its own one-value channel, then released
 /// in spawn order and joined. ns per spawn; the wake+exit time and the RSS and page
 /// tables per parked task as companions.
-fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
+async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     R::room(n, Alive::Running)?;
     let started = Arc::new(AtomicUsize::new(0));
     let before = procfs::rss_bytes();
@@ -488,12 +615,12 @@ fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     let mut handles = Vec::with_capacity(n);
     let t = Instant::now();
     for i in 0..n {
-        let (tx, rx) = R::pipe::<()>(0);
+        let (tx, mut rx) = R::once::<()>();
         let started = started.clone();
-        let task = R::spawn(move || {
+        let task = R::spawn(async move {
             started.fetch_add(1, Ordering::Relaxed); // Relaxed: see wait_started
             drop(started);
-            R::recv(&rx).is_some()
+            R::recv(&mut rx).await.is_some()
         });
         match task {
             Ok(h) => {
@@ -502,31 +629,29 @@ fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
             }
             Err(why) => {
                 drop(release); // wakes every parked task (its receive ends)
-                join_all::<R, _>(handles);
-                return Err(refused("task", i, n, why));
+                return Err(refused::<R, _>("task", i, n, why, handles).await);
             }
         }
     }
     let spawn = t.elapsed();
     // Every task counts itself just before it parks: once all have counted, the few
     // between the count and the park get a short sleep to get there.
-    wait_started::<R>(&started, n)?;
-    R::sleep(Duration::from_millis(10));
+    wait_started::<R>(&started, n).await?;
+    R::sleep(Duration::from_millis(10)).await;
     let after = procfs::rss_bytes();
     let pte = procfs::status_kib("VmPTE")
         .unwrap_or(0)
         .saturating_sub(pte_before)
         * 1024;
     let t = Instant::now();
-    for (i, tx) in release.iter().enumerate() {
-        if !R::send(tx, ()) {
+    for (i, tx) in release.iter_mut().enumerate() {
+        if !R::send(tx, ()).await {
             return Err(format!("spawn_park: task {i} is gone"));
         }
     }
-    for (i, h) in handles.into_iter().enumerate() {
-        if !R::join(h)? {
-            return Err(format!("spawn_park: task {i} was woken without its value"));
-        }
+    let woken = join_all::<R, _>(handles).await?;
+    if let Some(i) = woken.iter().position(|&ok| !ok) {
+        return Err(format!("spawn_park: task {i} was woken without its value"));
     }
     Ok(parked(name, n, spawn, t.elapsed(), [before, after])
         .with(&format!("{name}_pte"), pte as f64 / n as f64))
@@ -535,7 +660,7 @@ fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
 /// goro's coroutines.
 pub struct Coroutines;
 
-impl Tasks for Coroutines {
+impl Blocking for Coroutines {
     type Handle<T: Send + 'static> = goro::JoinHandle<T>;
     type Tx<T: Send + 'static> = goro::chan::Sender<T>;
     type Rx<T: Send + 'static> = goro::chan::Receiver<T>;
