@@ -1,27 +1,13 @@
-//! Scheduler micro-benchmarks: spawning, yielding and blocking calls, next to the floor
-//! (a bare corosensei context switch) measured in the same binary.
+//! Scheduler micro-benchmarks, time per operation:
 //!
-//! ```text
-//! GORO_MAXPROCS=1 cargo bench -p goro-bench --bench proc
-//! ```
+//! - `SpawnJoin`: `go!(..).join()` from a coroutine or from the bench thread.
+//! - `Gosched`: `yield_now` on one coroutine, or on two.
+//! - `CorosenseiSwitch/resume_suspend`: the floor, a bare context switch, in this binary.
+//! - `Syscall`: `goro::blocking` around nothing or `getppid`; `getppid` alone.
 //!
-//! Time per operation of (Go's names):
-//!
-//! - `SpawnJoin`: `go!(..).join()`, `from_coroutine` (the join parks; the child runs
-//!   first, from `runnext`; Go's closest, `runtime.BenchmarkCreateGoroutines`, does not
-//!   join) or `from_thread` (the join blocks the bench thread; the wake-up goes through
-//!   the global run queue).
-//! - `Gosched`: `yield_now`, `alone` on one coroutine (Go's figure: a plain loop of
-//!   `runtime.Gosched`) or `pair`: two coroutines yield `iters` times each, from the
-//!   first start to the last end / `2 * iters` (at two Ps, a throughput).
-//! - `CorosenseiSwitch/resume_suspend`: the floor, on the bench thread.
-//! - `Syscall`: `goro::blocking` around nothing (`noop`) and around `getppid` (Go's
-//!   `BenchmarkSyscall`: the P is taken back with one CAS); `getppid_plain` without it.
-//!
-//! Measured elsewhere: the hand-off between two coroutines by `compare`'s `pingpong`
-//! and `ops pingpong`; what the `hooks` feature adds to calls that never wait by
-//! `bench/instructions.sh` with the `ops` modes `udp_thread`, `udp_coroutine`,
-//! `goro_udp` and `pipe_thread`, built with and without `--features hooks`.
+//! Measured elsewhere: the hand-off between two coroutines (`compare`'s `pingpong`, `ops
+//! pingpong`); what the `hooks` feature adds to calls that never wait
+//! (`bench/instructions.sh`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,7 +18,6 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 use criterion::Criterion;
 use goro_bench::harness::bench_on_coroutine;
 
-/// Where a benchmark's body runs.
 enum Run {
     /// On a fresh coroutine per sample, timed around the call ([`bench_on_coroutine`]).
     OnCoroutine(fn(u64)),
@@ -42,7 +27,7 @@ enum Run {
 
 use Run::{OnCoroutine, OnThread};
 
-/// Every benchmark, (group, function, body), a group's functions next to each other.
+/// (group, function, body), a group's functions next to each other.
 const BENCHES: &[(&str, &str, Run)] = &[
     ("SpawnJoin", "from_coroutine", OnCoroutine(spawn_join)),
     ("SpawnJoin", "from_thread", OnThread(spawn_join_thread)),
@@ -54,6 +39,8 @@ const BENCHES: &[(&str, &str, Run)] = &[
     ("Syscall", "getppid_plain", OnCoroutine(getppid_plain)),
 ];
 
+/// On a coroutine the join parks and the child runs first, from `runnext`. Go's closest,
+/// `runtime.BenchmarkCreateGoroutines`, does not join.
 fn spawn_join(n: u64) {
     for i in 0..n {
         let h = goro::go!(move || black_box(i));
@@ -61,19 +48,23 @@ fn spawn_join(n: u64) {
     }
 }
 
+/// The join blocks the bench thread; the wake-up goes through the global run queue.
 fn spawn_join_thread(n: u64) -> Duration {
     let start = Instant::now();
     spawn_join(n);
     start.elapsed()
 }
 
+/// Go's figure: a plain loop of `runtime.Gosched`.
 fn yield_alone(n: u64) {
     (0..n).for_each(|_| goro::yield_now());
 }
 
+/// Two coroutines yield `iters` times each: from the first start to the last end, / 2 (at
+/// two Ps, a throughput).
 fn yield_pair(iters: u64) -> Duration {
-    // Both coroutines check in, then yield (uncounted) until the other has too, so that
-    // neither times the other's spawn.
+    // Each checks in and yields (untimed) until the other has, so neither times a spawn.
+    // AcqRel / Acquire: a count that publishes nothing.
     let ready = Arc::new(AtomicUsize::new(0));
     let run = |ready: Arc<AtomicUsize>| {
         move || {
@@ -90,7 +81,6 @@ fn yield_pair(iters: u64) -> Duration {
     let b = goro::go!(run(ready));
     let (a_start, a_end) = a.join().expect("yielding coroutine panicked");
     let (b_start, b_end) = b.join().expect("yielding coroutine panicked");
-    // criterion divides by iters; each of the two made iters yields.
     (a_end.max(b_end) - a_start.min(b_start)) / 2
 }
 
@@ -117,6 +107,7 @@ fn blocking_noop(n: u64) {
     (0..n).for_each(|_| goro::blocking(|| black_box(())));
 }
 
+/// Go's `BenchmarkSyscall` (goro takes the P back with one CAS).
 fn blocking_getppid(n: u64) {
     (0..n).for_each(|_| _ = black_box(goro::blocking(getppid)));
 }

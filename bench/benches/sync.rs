@@ -1,34 +1,19 @@
-//! Ports of Go's runtime-semaphore and `sync.Mutex` benchmarks: goro's `sema` and
-//! `Mutex` next to `std::sync::Mutex` and `parking_lot::Mutex`.
-//!
-//! ```text
-//! GORO_MAXPROCS=1 cargo bench -p goro-bench --bench sync
-//! GORO_MAXPROCS=2 cargo bench -p goro-bench --bench sync
-//! ```
-//!
-//! Groups, named after Go's benchmarks without `Benchmark`:
+//! Go 1.19's runtime-semaphore and `sync.Mutex` benchmarks (names without `Benchmark`), one
+//! function per contender; how they run and where they depart from Go's:
+//! `goro_bench::workloads::sync`. `compare --suite sync` puts Go's figures beside them.
 //!
 //! - `SemaUncontended`, `SemaSyntNonblock`, `SemaSyntBlock`, `SemaWorkNonblock`,
-//!   `SemaWorkBlock`: Go 1.19 `sync/runtime_sema_test.go` (the runtime semaphore,
-//!   reached through sync's test exports), on `goro_sync::sema`. Functions `goro` and
-//!   `goro_no_backoff` (`backoff::set_randomized(false)` for the run).
-//! - `MutexUncontended`, `Mutex`, `MutexSlack`, `MutexWork`, `MutexWorkSlack`: Go 1.19
-//!   `sync/mutex_test.go`. Functions `goro`, `goro_no_backoff` (`goro::sync::Mutex` on
-//!   coroutines), `std` and `parking_lot` (on plain threads).
-//! - `WorkOnly/goro`: not in Go's tree; the local work of the `*Work*` benchmarks
-//!   alone, to compare with Go's compiled loop (`bench/go/`, `BenchmarkWorkOnly`).
-//!
-//! Each is Go's `b.RunParallel`: `maxprocs()` workers (coroutines for goro, threads for
-//! the peers; ten per P in `*Slack`) share the iterations; time per op = the wall time
-//! from a start gate (after spawning) to the last worker's end / iterations. What each
-//! does, and where it differs from Go's: `goro_bench::workloads::sync`.
-//!
-//! For one table with Go's figures from the same run: `compare --suite sync`.
+//!   `SemaWorkBlock` (`sync/runtime_sema_test.go`): `goro_sync::sema` as `goro` and
+//!   `goro_no_backoff` (`backoff::set_randomized(false)`).
+//! - `MutexUncontended`, `Mutex`, `MutexSlack`, `MutexWork`, `MutexWorkSlack`
+//!   (`sync/mutex_test.go`): `goro`, `goro_no_backoff` on coroutines, `std` and
+//!   `parking_lot` on threads.
+//! - `WorkOnly/goro`: the local work of the `*Work*` benchmarks alone (not in Go's tree;
+//!   Go's side is `BenchmarkWorkOnly` in `bench/go/`).
 
 use criterion::Criterion;
 use goro_bench::workloads::sync::{run, Bench};
 
-/// One group per benchmark, one function per contender.
 fn sync_benches(c: &mut Criterion) {
     for bench in Bench::ALL {
         let mut g = c.benchmark_group(bench.name());

@@ -1,28 +1,12 @@
-//! Timer micro-benchmarks: ports of Go's `time` package benchmarks
-//! (`src/time/sleep_test.go`), to compare goro's timers with Go's.
+//! Ports of Go's timer benchmarks (`src/time/sleep_test.go`, names without `Benchmark`):
 //!
-//! ```text
-//! cargo bench -p goro-bench --bench time
-//! GORO_MAXPROCS=1 cargo bench -p goro-bench --bench time
-//! ```
+//! - `AfterFunc/1000`: a chain of 1000 `Timer::after_func(0)`.
+//! - `Stop`: create a 1 s timer and stop it.
+//! - `Reset`: re-arm a pending 1 hour timer.
+//! - `Sleep`: `sleep(1 ns)`.
 //!
-//! Groups (Go's names without `Benchmark`): `AfterFunc/1000`, a chain of 1000
-//! `Timer::after_func(0)`; `Stop`, create a 1 s timer and stop it; `Reset`, re-arm a
-//! pending 1 hour timer; `Sleep`, `sleep(1 ns)` on a coroutine.
-//!
-//! All four follow Go's `benchmark` helper in `sleep_test.go`:
-//!
-//! - First one coroutine per P creates 1<<15 "garbage" timers (`after_func(1 hour)`)
-//!   that the benchmark's own timers are sifted through; they are stopped afterwards.
-//!   Go makes them for every `b.N` run; here once per benchmark (not for each of
-//!   criterion's ~30 calls), and the coroutines wait for each other (spinning), so
-//!   that each batch is on a distinct P for sure.
-//! - The body runs on `maxprocs()` coroutines in parallel (`b.RunParallel`), spawned
-//!   and joined from a coroutine; time per operation = the wall time of the whole run
-//!   / the operations. Go's workers take iterations in batches from a shared counter;
-//!   here a sample's `iters` are split evenly up front.
-//!
-//! Every sample is bounded (60 s): a hang panics instead of stalling the bench.
+//! As in Go's `benchmark` helper, each runs among 1<<15 garbage timers per P, on
+//! `maxprocs()` coroutines in parallel (`b.RunParallel`).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,12 +20,11 @@ use goro_bench::harness::run_bounded;
 use goro_bench::workloads::timers::all_at_once;
 
 const HOUR: Duration = Duration::from_secs(3600);
-/// Bound of one sample (or of building the garbage timers).
+/// Bound of one sample, and of building the garbage timers: past it, a panic.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A benchmark: group, function, body for `n` operations. No function: named by its
-/// group alone, with the config's sample size; a function: 10 samples whatever the
-/// command line (an `AfterFunc` operation is a 1000-timer chain, milliseconds).
+/// Group, function, body for `n` operations. A function gets 10 samples whatever the
+/// command line (an `AfterFunc` operation takes milliseconds); no function, the config's.
 type Bench = (&'static str, Option<&'static str>, fn(u64));
 
 const BENCHES: [Bench; 4] = [
@@ -51,9 +34,9 @@ const BENCHES: [Bench; 4] = [
     ("Sleep", None, sleep_1ns),
 ];
 
-/// The garbage timers of Go's `benchmark` helper: one coroutine per P each puts 1<<15
-/// one-hour timers on its P's heap (a timer set on a coroutine goes on that
-/// coroutine's P).
+/// Go's garbage timers: 1<<15 one-hour timers on each P's heap (a coroutine's timer goes on
+/// its P). Unlike Go: made once per benchmark, not per `b.N` run, by coroutines that wait
+/// for each other (spinning), so that each batch is on a distinct P for sure.
 fn garbage_timers() -> Vec<Timer> {
     let procs = goro::maxprocs();
     let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
@@ -66,8 +49,8 @@ fn garbage_timers() -> Vec<Timer> {
     batches.into_iter().flatten().collect()
 }
 
-/// Go's `b.RunParallel`: runs `body(n)` on `maxprocs()` coroutines in parallel, the
-/// `iters` split evenly between them, and returns the wall time of the whole run.
+/// Go's `b.RunParallel`: the wall time of `body` on `maxprocs()` coroutines. Unlike Go
+/// (workers take batches from a shared counter), the `iters` are split evenly up front.
 fn run_parallel(what: &str, iters: u64, body: fn(u64)) -> Duration {
     run_bounded(SAMPLE_TIMEOUT, what, move || {
         let procs = goro::maxprocs() as u64;
@@ -85,8 +68,7 @@ fn run_parallel(what: &str, iters: u64, body: fn(u64)) -> Duration {
     })
 }
 
-/// Each benchmark with its garbage timers, made only if it is selected to run and
-/// stopped after its last sample.
+/// Garbage timers are made only for a benchmark selected to run, stopped after it.
 fn timer_benches(c: &mut Criterion) {
     for (group, function, body) in BENCHES {
         let mut garbage = None;
@@ -115,12 +97,10 @@ fn timer_benches(c: &mut Criterion) {
     }
 }
 
-/// `BenchmarkAfterFunc1000`: each operation calls the link function once; it arms
-/// `after_func(0, link)` 1000 times in a chain (each firing, on a new coroutine as Go's
-/// `AfterFunc` starts a goroutine, arms the next), and the operation ends when the chain
-/// completes (Go: on an unbuffered channel; here a one-shot [`WaitGroup`]).
+/// Go's `BenchmarkAfterFunc1000`: each link, on a new coroutine (as Go's `AfterFunc` starts
+/// a goroutine), arms the next; a one-shot [`WaitGroup`] marks the end (Go: a channel).
 fn after_func_1000(n: u64) {
-    /// Links left to schedule, and the end of the chain.
+    /// Links left to arm, and the end of the chain.
     type Chain = Arc<(AtomicU32, WaitGroup)>;
     fn link(chain: &Chain) {
         // Relaxed: one link runs at a time (each is scheduled by the previous one).
@@ -139,9 +119,8 @@ fn after_func_1000(n: u64) {
     }
 }
 
-/// `BenchmarkStop`: create a 1 s timer and stop it. Go uses `NewTimer` (a channel
-/// timer, which goro's public API lacks); `after_func(1 s, no-op)` also allocates its
-/// function.
+/// Go uses `NewTimer` (a channel timer, which goro's public API lacks);
+/// `after_func(1 s, no-op)` also allocates its function.
 fn stop(n: u64) {
     for _ in 0..n {
         let stopped = Timer::after_func(Duration::from_secs(1), || {}).stop();
@@ -152,8 +131,7 @@ fn stop(n: u64) {
     }
 }
 
-/// `BenchmarkReset`: each worker arms one 1 hour timer (`after_func`, where Go uses
-/// `NewTimer(Hour)`), each operation is `reset(1 hour)`; stopped at the end.
+/// One timer per worker: `after_func`, where Go uses `NewTimer(Hour)`.
 fn reset(n: u64) {
     let t = Timer::after_func(HOUR, || {});
     for _ in 0..n {
@@ -162,8 +140,7 @@ fn reset(n: u64) {
     t.stop();
 }
 
-/// Go's current `BenchmarkSleep`: each operation is `sleep(1 ns)`, which (unlike zero)
-/// arms a real runtime timer and parks the coroutine until a scheduler runs it.
+/// Go's current `BenchmarkSleep`: 1 ns, unlike zero, arms a timer and parks.
 fn sleep_1ns(n: u64) {
     for _ in 0..n {
         sleep(Duration::from_nanos(1));

@@ -1,9 +1,5 @@
-//! Power series over channels (`goro_bench::workloads::powser`): prints the
-//! coefficients of every series, checked, and the time per coefficient fetched.
-//!
-//! ```text
-//! cargo run --release -p goro-bench --example powser
-//! ```
+//! Power series over channels (`goro_bench::workloads::powser`): prints every series,
+//! checked, and the time per coefficient fetched.
 
 use std::time::Duration;
 

@@ -1,8 +1,5 @@
-//! The `blocking` suite on goro: a ticker's lateness beside blockers that goro knows
-//! nothing of, and sysmon's own cost.
-//!
-//! Both run from the worker's main thread; a wrong result panics (the worker exits
-//! non-zero and the harness reports a failure).
+//! The `blocking` suite on goro, from the worker's main thread: a ticker's lateness beside
+//! blockers that goro knows nothing of, and sysmon's own cost. A wrong result panics.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -10,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::{env_number, Measurement};
 
-/// goro's run of a `blocking` workload; None if `name` is not one.
 pub fn run(name: &str) -> Option<Measurement> {
     match name {
         "sysmon/busy" => Some(sysmon_cost(true)),
@@ -26,6 +22,8 @@ const SPIN_FOR: Duration = Duration::from_millis(50);
 const BURST_GAP: Duration = Duration::from_millis(30);
 const WARM_UP: Duration = Duration::from_millis(50);
 
+/// `sleep`: a `std::thread::sleep`, which goro knows nothing of; `cpu`: a spin with no
+/// runtime call.
 fn block(kind: &str) {
     match kind {
         "none" => {}
@@ -46,11 +44,9 @@ fn block(kind: &str) {
     }
 }
 
-/// The ticker's lateness p50 (µs; p99 and max as companions) while `GORO_BENCH_BURSTS`
-/// (default 20) times four coroutines block at once with `kind` (`none`: return at
-/// once, `sleep`: `std::thread::sleep(20ms)`, which goro knows nothing of; `cpu`: a
-/// 50 ms spin with no runtime call) and the program waits for them, then 30 ms pass.
-/// Go's side is `bench/go/blockfree.go`.
+/// The ticker's lateness p50 (µs; p99 and max as companions) over `GORO_BENCH_BURSTS`
+/// (default 20) bursts: `BLOCKERS` coroutines `block` at once, the program joins them,
+/// then `BURST_GAP` passes. Go's side is `bench/go/blockfree.go`.
 fn ticker(kind: &str) -> Measurement {
     let bursts = env_number("GORO_BENCH_BURSTS").unwrap_or(20);
     let stop = Arc::new(AtomicBool::new(false));
@@ -68,15 +64,8 @@ fn ticker(kind: &str) -> Measurement {
     std::thread::sleep(WARM_UP);
     let kind: Arc<str> = kind.into();
     for _ in 0..bursts {
-        let hs: Vec<_> = (0..BLOCKERS)
-            .map(|_| {
-                let k = kind.clone();
-                goro::go!(move || block(&k))
-            })
-            .collect();
-        for h in hs {
-            h.join().expect("a blocker panicked");
-        }
+        let k = kind.clone();
+        on_coroutines(BLOCKERS, "a blocker", move || block(&k));
         std::thread::sleep(BURST_GAP);
     }
     stop.store(true, Ordering::Relaxed); // Relaxed: see the ticker's loop
@@ -87,6 +76,14 @@ fn ticker(kind: &str) -> Measurement {
     Measurement::value(us(late[n / 2]))
         .with(&format!("ticker/{kind}/p99"), us(late[n * 99 / 100]))
         .with(&format!("ticker/{kind}/max"), us(late[n - 1]))
+}
+
+/// Runs `f` on `n` coroutines and joins them; `what` names one in the panic message.
+fn on_coroutines(n: usize, what: &str, f: impl Fn() + Clone + Send + 'static) {
+    let hs: Vec<_> = (0..n).map(|_| goro::go!(f.clone())).collect();
+    for h in hs {
+        h.join().unwrap_or_else(|_| panic!("{what} panicked"));
+    }
 }
 
 /// sysmon's context switches and CPU nanoseconds so far (0s if it is not running).
@@ -122,19 +119,12 @@ fn sysmon_cost(busy: bool) -> Measurement {
     let (s0, c0) = sysmon_stats();
     let t0 = Instant::now();
     if busy {
-        let hs: Vec<_> = (0..4)
-            .map(|_| {
-                goro::go!(move || {
-                    let t = Instant::now();
-                    while t.elapsed() < RUN {
-                        goro::yield_now();
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().expect("a yielder panicked");
-        }
+        on_coroutines(4, "a yielder", || {
+            let t = Instant::now();
+            while t.elapsed() < RUN {
+                goro::yield_now();
+            }
+        });
     } else {
         std::thread::sleep(RUN);
     }

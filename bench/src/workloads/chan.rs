@@ -1,8 +1,6 @@
-//! Go's channel benchmarks on goro beyond the comparison's chain, sieve and ping-pong
-//! (those are [`super::tasks`], shared with may and threads): powser (`powser.rs`),
-//! Go's `WakeupParallel*` benchmarks ([`wakeup_parallel`]) and the wake-up latency of
-//! a coroutine parked on a channel ([`wake_latency`]). [`run`] is goro's side of these
-//! rows of the `chan` suite; `benches/chan.rs` times the same functions.
+//! goro's side of the `chan` suite rows that only goro runs (chain, sieve and ping-pong,
+//! shared with may and threads, are [`super::tasks`]): `Powser`, `WakeupParallel*` and
+//! `WakeupLatency`. `benches/chan.rs` times the same functions.
 
 use std::time::{Duration, Instant};
 
@@ -10,7 +8,7 @@ use goro::chan::{channel, TrySendError};
 
 use super::{sized, spin, target, Measurement, LATENCY_SAMPLES};
 
-/// goro's run of one of these `chan` suite workloads, on the calling coroutine.
+/// goro's run of these rows, on the calling coroutine.
 pub fn run(name: &str) -> Option<Measurement> {
     let target = target();
     let m = match name {
@@ -46,10 +44,9 @@ pub fn run(name: &str) -> Option<Measurement> {
     Some(m)
 }
 
-/// Go's `wakeDelay`: the sender's extra wait, so that the receiver is likely parked
-/// when the send comes.
+/// Go's `wakeDelay`: the sender's extra wait, so that the receiver is likely parked.
 pub const WAKE_DELAY: Duration = Duration::from_micros(5);
-/// The delays of Go's `benchmarkWakeupParallel`, in µs.
+/// Go's `benchmarkWakeupParallel` delays.
 pub const DELAYS_US: [u64; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 
 /// How a `WakeupParallel` coroutine waits.
@@ -57,17 +54,14 @@ pub const DELAYS_US: [u64; 8] = [0, 1, 2, 5, 10, 20, 50, 100];
 pub enum Wait {
     /// Busy-wait on the clock, keeping the P (Go's `WakeupParallelSpinning`).
     Spinning,
-    /// A nanosleep system call (`std::thread::sleep`) inside `goro::blocking`, so
-    /// that sysmon may retake the P after ~20 µs, as Go's `WakeupParallelSyscall`
-    /// (`syscall.Nanosleep` between entersyscall and exitsyscall).
+    /// A nanosleep inside `goro::blocking`, so that sysmon may retake the P after ~20 µs,
+    /// as in Go's `WakeupParallelSyscall` (`syscall.Nanosleep` in entersyscall/exitsyscall).
     Syscall,
 }
 
 impl Wait {
-    /// Both kinds.
     pub const ALL: [Wait; 2] = [Wait::Spinning, Wait::Syscall];
 
-    /// Go's benchmark name, without `Benchmark`.
     pub fn name(self) -> &'static str {
         match self {
             Wait::Spinning => "WakeupParallelSpinning",
@@ -75,11 +69,8 @@ impl Wait {
         }
     }
 
-    /// Waits `d`.
-    ///
-    /// `Syscall` with `d` = 0: `std::thread::sleep(0)` makes no system call at all,
-    /// so this sleeps 1 ns instead; Linux treats a 1 ns and a 0 ns nanosleep alike
-    /// (both expire at once, within the thread's timer slack, 50 µs by default).
+    /// `Syscall` sleeps at least 1 ns: `std::thread::sleep(0)` makes no system call, and
+    /// Linux treats a 1 ns and a 0 ns nanosleep alike (both expire within the timer slack).
     pub fn wait(self, d: Duration) {
         match self {
             Wait::Spinning => spin(d),
@@ -88,22 +79,15 @@ impl Wait {
     }
 }
 
-/// Sub-benchmark name, as Go's port in `bench/go/` names it: `0us`, `5us`, ...
+/// As Go's port in `bench/go/` names its sub-benchmarks.
 pub fn delay_name(us: u64) -> String {
     format!("{us}us")
 }
 
-/// Go's `benchmarkWakeupParallel` (runtime/proc_test.go), `iters` iterations: two
-/// coroutines take turns; in each turn one waits `delay` and receives while the
-/// other waits `delay + WAKE_DELAY` and sends, on an unbuffered channel. One
-/// iteration = both turns. Returns the time from the start signal to both ends.
-///
-/// Call it from a coroutine (as Go runs it from the benchmark goroutine), with at
-/// least 2 Ps (Go skips it at GOMAXPROCS=1).
-///
-/// # Panics
-///
-/// If a channel closes early (a lost message or a panicked partner).
+/// Go's `benchmarkWakeupParallel` (`runtime/proc_test.go`), from a coroutine at >= 2 Ps
+/// (Go skips 1 P): two coroutines take turns waiting `delay` and receiving while the other
+/// waits `delay + WAKE_DELAY` and sends; an iteration is both turns. Returns the time
+/// from the start signal to both ends. Panics if a channel closes early.
 pub fn wakeup_parallel(wait: Wait, delay: Duration, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = channel::<()>(0);
     let (pong_tx, pong_rx) = channel::<()>(0);
@@ -140,26 +124,22 @@ pub fn wakeup_parallel(wait: Wait, delay: Duration, iters: u64) -> Duration {
     elapsed
 }
 
-/// Busy spin of the sender before each sample of [`wake_latency`]: long enough for
-/// the receiver to be parked again (Go's port uses the same).
+/// The sender's spin before each sample, long enough for the receiver to park again (as
+/// in Go's port).
 pub const LATENCY_SPIN: Duration = Duration::from_micros(200);
 
-/// The samples of [`wake_latency`].
 pub struct Latency {
-    /// Wake-up latencies, ns, sorted.
     pub sorted_ns: Vec<u64>,
     /// Sends that found the receiver not parked (no sample taken).
     pub missed: usize,
-    /// Samples the receiver took on the sender's OS thread: it can run there only
-    /// once the sender's coroutine leaves the thread, i.e. when the idle P did not
-    /// take it within [`LATENCY_SPIN`] and the sender's next send found it not
-    /// parked (a missed sample) and parked the sender. Such samples are late by
-    /// more than `LATENCY_SPIN`.
+    /// Samples taken on the sender's thread, which the receiver gets only when the idle P
+    /// did not take it within [`LATENCY_SPIN`] and the next send parked the sender (after
+    /// a miss): such samples are late by more than `LATENCY_SPIN`.
     pub on_sender_thread: usize,
 }
 
 impl Latency {
-    /// The `p`-quantile (nearest rank), in µs.
+    /// Nearest rank.
     pub fn quantile_us(&self, p: f64) -> f64 {
         let n = self.sorted_ns.len();
         assert!(n > 0, "no latency samples");
@@ -168,20 +148,11 @@ impl Latency {
     }
 }
 
-/// Wake-up latency of a coroutine parked on a channel, woken by a sender that keeps
-/// its P busy: the calling coroutine (the sender) spins [`LATENCY_SPIN`], reads
-/// the clock and sends that instant on an unbuffered channel (`try_send`: if the
-/// receiver is not parked yet, the sample is dropped and counted as missed), and
-/// spins on. The receiver, a coroutine spawned here, records `now - instant`. As
-/// the sender never lets go of its P, the receiver (readied into that P's
-/// `runnext`) runs only when the idle P takes it: this measures the wake-up of the
-/// idle P plus its steal (with the `runnext` back-off).
-///
-/// Call it from a coroutine, with at least 2 Ps.
-///
-/// # Panics
-///
-/// If the receiver goes away or panics.
+/// The wake-up latency of a coroutine parked on a channel, from a coroutine at >= 2 Ps:
+/// this one spins and `try_send`s the time to the receiver (not parked yet: a miss). As
+/// the sender keeps its P, the receiver (in that P's `runnext`) runs only once the idle
+/// P wakes and steals it (with the `runnext` back-off): that is what this measures.
+/// Panics if the receiver goes away or panics.
 pub fn wake_latency(samples: usize) -> Latency {
     type Sample = Option<(Instant, std::thread::ThreadId)>;
     let (tx, rx) = channel::<Sample>(0);

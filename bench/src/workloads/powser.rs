@@ -1,20 +1,12 @@
-//! Power series as streams, after Doug McIlroy ("Squinting at Power Series"): a Rust
-//! port of Go's `test/chan/powser1.go` (the `Powser` of the GOMAXPROCS 1.5 scheduler
-//! benchmarks, golang.org/s/go15gomaxprocs; its Go twin for `compare` is in
-//! `bench/go/chan.go`). A series is a coroutine that hands out its rational
-//! coefficients on demand over a pair of unbuffered channels (requests, coefficients);
-//! every operation on series is a coroutine reading those of its operands; `split` makes
-//! two series of one with a growing family of coroutines; `get2` reads two series at
-//! once with `select!`. A run computes the series of Go's test plus tan x and checks ten
-//! coefficients of each exactly.
+//! Power series as streams, after McIlroy's "Squinting at Power Series": Go's
+//! `test/chan/powser1.go` (`Powser` of golang.org/s/go15gomaxprocs; Go's twin for `compare`
+//! is in `bench/go/chan.go`). Each series, and each operation on series, is a coroutine
+//! handing out coefficients on request over two unbuffered channels. A run checks ten
+//! coefficients of each series.
 //!
-//! Differences from Go's program: every run has its own context (`Context`) that records
-//! the channels and coroutines it creates, so that its tear-down can close all of them
-//! and join every coroutine (Go's program just exits, leaving them blocked); series are
-//! not shared between checks (each check builds its own `Ones`); the end-of-series mark
-//! is sent once (Go's `Integ` sends it twice); and the run also computes tan x =
-//! sin x / cos x, with sin and cos defined by each other (sin = ∫cos, cos = 1 - ∫sin),
-//! which exercises `Recip`.
+//! Unlike Go: a run's `Context` records its channels and coroutines so that the tear-down
+//! can close and join them all (Go's program just exits); each check builds its own
+//! `Ones`; the end mark is sent once (Go's `Integ` sends it twice); tan x exercises `Recip`.
 
 use std::fmt;
 use std::ops::{Add, Mul, Neg};
@@ -24,10 +16,7 @@ use std::time::{Duration, Instant};
 
 use goro::chan::{channel, Receiver, Sender};
 
-// ---- rationals ----
-
-/// A rational number in lowest terms with a positive denominator; `Rat::END` (a zero
-/// denominator) marks the end of a finite series.
+/// A rational in lowest terms, denominator > 0; `Rat::END` (denominator 0) ends a series.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Rat {
     num: i64,
@@ -39,8 +28,8 @@ impl Rat {
     const ONE: Rat = Rat { num: 1, den: 1 };
     const END: Rat = Rat { num: 1, den: 0 };
 
-    /// num / den in lowest terms, from arguments wide enough for the unreduced results
-    /// of `+` and `*`. Panics if `den` is zero or the result overflows i64.
+    /// num / den in lowest terms (i128: wide enough for the unreduced results of `+` and
+    /// `*`). Panics if `den` is zero or the result overflows i64.
     fn new(num: i128, den: i128) -> Rat {
         assert!(den != 0, "rational with a zero denominator");
         let (mut a, mut b) = (num, den);
@@ -101,8 +90,6 @@ impl fmt::Display for Rat {
     }
 }
 
-// ---- streams ----
-
 /// The reading end of a series: send a request, receive the next coefficient.
 #[derive(Clone)]
 struct Series {
@@ -117,10 +104,9 @@ struct Feed {
     dat: Sender<Rat>,
 }
 
-/// A channel of the run was closed: the run is being torn down.
+/// Any channel error (converted by `?`): the run is being torn down.
 struct Closed;
 
-/// For `?` on channel operations: their errors (`SendError`, `RecvError`) mean `Closed`.
 impl<E: std::error::Error> From<E> for Closed {
     fn from(_: E) -> Closed {
         Closed
@@ -129,8 +115,7 @@ impl<E: std::error::Error> From<E> for Closed {
 
 type Res<T = ()> = Result<T, Closed>;
 
-/// What one run created, to tear it down: every channel (to close) and every coroutine
-/// (to join); and the count of coefficients fetched from streams.
+/// One run's coefficients fetched, and what its tear-down closes and joins.
 #[derive(Default)]
 struct Context {
     gets: AtomicU64,
@@ -149,21 +134,18 @@ struct Registry {
 }
 
 impl Context {
-    /// Counts `n` coefficients fetched. Relaxed: a coefficient is counted before it is
-    /// passed on, and the channel operations that pass it on order the count before
-    /// `run`'s read.
+    /// Relaxed: a coefficient is counted before it is passed on, and the channel
+    /// operations that pass it on order the count before `run`'s read.
     fn count(&self, n: u64) {
         self.gets.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// An unbuffered signal channel.
     fn signal(&self) -> (Sender<()>, Receiver<()>) {
         let (tx, rx) = channel(0);
         self.track(&tx, None);
         (tx, rx)
     }
 
-    /// A new series: its writing and reading ends.
     fn series(&self) -> (Feed, Series) {
         let ((req, req_rx), (dat_tx, dat)) = (channel(0), channel(0));
         self.track(&req, Some(&dat_tx));
@@ -193,9 +175,8 @@ impl Context {
         self.reg.lock().coroutines.push(h);
     }
 
-    /// Closes every channel of the run, which ends every coroutine at its current or
-    /// next channel operation, and joins them all, those started meanwhile too. Fails if
-    /// one panicked.
+    /// Closes every channel, which ends every coroutine at its current or next channel
+    /// operation, and joins them all, those started meanwhile too. Fails if one panicked.
     fn shutdown(&self) -> Result<(), String> {
         let mut panicked = false;
         loop {
@@ -227,7 +208,6 @@ fn stream(ctx: &Ctx, f: impl FnOnce(&Ctx, Feed) -> Res + Send + 'static) -> Seri
     zs
 }
 
-/// Fetches the next coefficient of `s` (Go: `get`).
 fn get(ctx: &Ctx, s: &Series) -> Res<Rat> {
     s.req.send(())?;
     let v = s.dat.recv()?;
@@ -235,15 +215,12 @@ fn get(ctx: &Ctx, s: &Series) -> Res<Rat> {
     Ok(v)
 }
 
-/// Waits for a request on `z` and answers it with `v` (Go: `put`).
 fn put(z: &Feed, v: Rat) -> Res {
     z.req.recv()?;
     Ok(z.dat.send(v)?)
 }
 
-/// Fetches one coefficient from each of two series, in whatever order they come (Go:
-/// `getn` with n = 2): a `select!` over the pending operations while both series have
-/// one, then a plain operation.
+/// The next coefficient of each of `a` and `b`, in whichever order they come (Go: `getn`).
 fn get2(ctx: &Ctx, a: &Series, b: &Series) -> Res<[Rat; 2]> {
     let s = [a, b];
     let mut out = [Rat::ZERO; 2];
@@ -273,7 +250,6 @@ fn get2(ctx: &Ctx, a: &Series, b: &Series) -> Res<[Rat; 2]> {
     Ok(out)
 }
 
-/// Answers every request on `z` with the next coefficient of `u`.
 fn copy(ctx: &Ctx, u: &Series, z: &Feed) -> Res {
     loop {
         z.req.recv()?;
@@ -300,13 +276,10 @@ fn end(z: &Feed) -> Res {
     Ok(z.dat.send(Rat::END)?)
 }
 
-// ---- split: one series read by two consumers at their own pace ----
-
-/// One generation of a split (Go: `dosplit`): waits for the first request on either
-/// output, fetches one coefficient from `input`, starts the next generation (which
-/// serves further requests), and delivers the coefficient to both outputs — first to
-/// the one that asked, then, once the previous generation is done (`wait`), to the
-/// other. `out[0]` is the output the newest generation serves.
+/// One generation of a split (Go: `dosplit`): on the first request on either output,
+/// fetches a coefficient of `input`, starts the next generation (for further requests)
+/// and delivers it first to the output that asked, then, once the previous generation is
+/// done (`wait`), to the other. `out[0]` is the output the newest generation serves.
 fn split_generation(ctx: &Ctx, input: Series, mut out: [Feed; 2], wait: Receiver<()>) -> Res {
     let prev_done = goro::select! {
         recv(out[0].req) -> r => { r?; false },
@@ -332,8 +305,7 @@ fn split_generation(ctx: &Ctx, input: Series, mut out: [Feed; 2], wait: Receiver
     Ok(release.send(())?)
 }
 
-/// Makes the writing ends `out` copies of `input` (Go: `split`), once the first
-/// generation has taken its start signal.
+/// Makes `out` feed copies of `input` (Go: `split`).
 fn split_into(ctx: &Ctx, input: Series, out: [Feed; 2]) -> Res {
     let (release, wait) = ctx.signal();
     ctx.go(move |ctx| split_generation(ctx, input, out, wait));
@@ -346,8 +318,6 @@ fn split(ctx: &Ctx, u: Series) -> [Series; 2] {
     ctx.go(move |ctx| split_into(ctx, u, [f0, f1]));
     [s0, s1]
 }
-
-// ---- series and operations ----
 
 /// c, c, c, ... (Go: `Rep`).
 fn rep(ctx: &Ctx, c: Rat) -> Series {
@@ -471,8 +441,7 @@ fn mon_subst(ctx: &Ctx, u: Series, c0: Rat, n: usize) -> Series {
     })
 }
 
-/// tan x = sin x / cos x, with sin = ∫cos and cos = 1 - ∫sin, both fed back through
-/// splits.
+/// tan x = sin x / cos x, with sin = ∫cos and cos = 1 - ∫sin fed back through splits.
 fn tan(ctx: &Ctx) -> Res<Series> {
     let ((sin_f0, sin0), (sin_f1, sin1)) = (ctx.series(), ctx.series());
     let ((cos_f0, cos0), (cos_f1, cos1)) = (ctx.series(), ctx.series());
@@ -481,8 +450,6 @@ fn tan(ctx: &Ctx) -> Res<Series> {
     split_into(ctx, cos, [cos_f0, cos_f1])?;
     Ok(mul(ctx, sin1, recip(ctx, cos1)))
 }
-
-// ---- the run ----
 
 /// Coefficients checked per series (Go's N).
 const TERMS: usize = 10;
@@ -506,8 +473,7 @@ const EXPECTED: [(&str, &str); 10] = [
     ("tan", "0 1 0 1/3 0 2/15 0 17/315 0 62/2835"),
 ];
 
-/// Computes the run's series, one after the other (Go's test, plus tan x); one per
-/// entry of [`EXPECTED`].
+/// The run's series, one after the other, as in [`EXPECTED`].
 fn compute(ctx: &Ctx) -> Res<[(&'static str, Vec<Rat>); 10]> {
     let take = |s: Series, n: usize| (0..n).map(|_| get(ctx, &s)).collect::<Res<Vec<_>>>();
     let ones = || rep(ctx, Rat::ONE);
@@ -529,9 +495,7 @@ fn compute(ctx: &Ctx) -> Res<[(&'static str, Vec<Rat>); 10]> {
     ])
 }
 
-/// The result of one run.
 pub struct PowserRun {
-    /// Each series and its coefficients.
     pub series: Vec<(&'static str, Vec<Rat>)>,
     /// Time to compute them (tear-down not included).
     pub elapsed: Duration,
@@ -539,9 +503,8 @@ pub struct PowserRun {
     pub gets: u64,
 }
 
-/// Computes the series in a fresh context, tears it down and checks them. Call it from
-/// a coroutine. Only the computation is timed. Fails if a coefficient is wrong or a
-/// coroutine panicked.
+/// Computes the series (timed), tears the run down and checks them; from a coroutine.
+/// Fails if a coefficient is wrong or a coroutine panicked.
 pub fn run() -> Result<PowserRun, String> {
     let ctx = Ctx::default();
     let start = Instant::now();

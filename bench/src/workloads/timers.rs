@@ -1,16 +1,12 @@
-//! Timer lateness, the goro side of the `time` suite: how long after its deadline a
-//! timer's work runs, in µs: the mean and maximum (Go's `avg-late-ns`, `max-late-ns`),
-//! the median and the 99th percentile.
+//! The `time` suite on goro: how late a timer's work runs after its deadline, in µs (mean
+//! and max as Go's `avg-late-ns` and `max-late-ns`, p50, p99). A timer that fires early
+//! or a wrong number of times panics (a runtime bug).
 //!
-//! - `SleepLatency/100us`, `SleepLatency/1ms`: one coroutine on an idle runtime sleeps
-//!   `d` repeatedly (no Go benchmark: the idle path, the netpoller's timed wait); the
-//!   `thread` companions do it with `std::thread::sleep`, the reference.
-//! - `ParallelTimerLatency`, `StaggeredTickerLatency/D/N` (work-dur D, N tickers per P):
-//!   ports of Go's benchmarks of CL 232298, whose Go side is Go's own (`contenders/go.rs`).
-//!   As in Go they need at least 2 Ps and no more Ps than CPUs, or skip.
-//!
-//! A timer that fires before its deadline, or a wrong number of times, panics (a
-//! runtime bug).
+//! - `SleepLatency/100us`, `/1ms`: one coroutine on an idle runtime sleeps repeatedly (no
+//!   Go benchmark: the netpoller's timed wait); `thread` companions: `std::thread::sleep`.
+//! - `ParallelTimerLatency`, `StaggeredTickerLatency/D/N` (work D, N tickers per P): Go's
+//!   `sleep_test.go` benchmarks of CL 232298 (Go's side: Go's own, `contenders/go.rs`).
+//!   They skip unless 2 <= Ps <= CPUs, as in Go.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,17 +19,15 @@ use goro::time::Timer;
 use super::{Measurement, Outcome};
 use crate::harness::{run_bounded, spin_until};
 
-/// Bound of one benchmark (one sub-benchmark for the staggered tickers).
+/// Bounds of one (sub-)benchmark and of each spin-wait in it; past one, a panic.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(120);
-/// Bound of every spin-wait inside a benchmark.
 const SPIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Sleeps per `SleepLatency` run, rounds of `ParallelTimerLatency`, ticks per ticker.
 const SLEEPS: usize = 500;
 const ROUNDS: usize = 300;
 const TICKS: usize = 100;
 
-/// goro's run of a `time` suite workload (from a plain thread), or None if it is not
-/// one.
+/// goro's run of a `time` suite workload, from a plain thread.
 pub fn run(name: &str) -> Option<Outcome> {
     let procs = goro::maxprocs();
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
@@ -75,7 +69,7 @@ pub fn run(name: &str) -> Option<Outcome> {
                 let l = run_bounded(BENCH_TIMEOUT, &sub, move || {
                     staggered_main(&what, procs, procs * per_p, dur)
                 });
-                // The first sub-benchmark (300us/1) is the row, the others companions.
+                // The first (300us/1) is the row.
                 m = match m.value {
                     None => Measurement::value(l.avg).with("StaggeredTickerLatency/max", l.max),
                     Some(_) => m.with(&sub, l.avg),
@@ -87,17 +81,15 @@ pub fn run(name: &str) -> Option<Outcome> {
     }))
 }
 
-/// Summary of a set of lateness samples, in µs.
+/// In µs; p50 and p99 by nearest rank.
 struct Lateness {
     avg: f64,
-    /// Median and 99th percentile (nearest rank).
     p50: f64,
     p99: f64,
     max: f64,
 }
 
-/// Lateness samples in ns (negative: the work ran BEFORE its deadline), per timer (or
-/// per ticker, or one series).
+/// Lateness in ns (negative: BEFORE the deadline), per timer.
 struct Samples(Vec<Mutex<Vec<i64>>>);
 
 impl Samples {
@@ -105,7 +97,6 @@ impl Samples {
         Samples((0..timers).map(|_| Mutex::default()).collect())
     }
 
-    /// Records timer `j`'s work running now for a deadline of `expected`.
     fn record(&self, j: usize, expected: Instant) {
         let now = Instant::now();
         // `as`: a lateness is far below i64::MAX ns (292 years).
@@ -117,9 +108,7 @@ impl Samples {
         v.push(late);
     }
 
-    /// Takes the samples (the timer functions or coroutines that share them may not have
-    /// dropped their `Arc` yet) and summarises them; panics (a runtime bug) if a timer
-    /// has not exactly `each` samples or any ran early.
+    /// Takes the samples (their writers may still hold the `Arc`) and checks them.
     fn finish(&self, name: &str, each: usize) -> Lateness {
         let mut all = Vec::new();
         for (j, m) in self.0.iter().enumerate() {
@@ -151,31 +140,26 @@ impl Samples {
     }
 }
 
-/// Spins on the CPU for `dur` without yielding (Go's `doWork` in `sleep_test.go`): the
-/// calling coroutine keeps its P the whole time, as a CPU-bound goroutine does.
+/// Go's `doWork`: spins without yielding, keeping the P, as a CPU-bound goroutine does.
 fn do_work(dur: Duration) {
     let start = Instant::now();
     while start.elapsed() < dur {}
 }
 
-/// Go's `warmupScheduler` (`sleep_test.go`): `n` coroutines each spin until all `n`
-/// have started, then spin 1 ms more, so that every P has an M running when the
-/// measurement starts.
+/// Go's `warmupScheduler`: with `n` = Ps, every P has an M running when this returns.
 fn warmup_scheduler(n: usize) {
     all_at_once(n, || do_work(Duration::from_millis(1)));
 }
 
-/// Runs `f` on `n` coroutines that each wait (spinning, bounded) until all `n` run at
-/// once, and joins them: with `n` = the number of Ps, once on every P. No coroutine
-/// yields while spinning: with fewer than `n` Ps free this panics after 10 s.
+/// Runs `f` on `n` coroutines once all `n` run at once (with `n` = Ps: on every P), and
+/// joins them. They spin without yielding: with fewer than `n` Ps free, a panic after 10 s.
 pub fn all_at_once<R: Send + 'static>(n: usize, f: fn() -> R) -> Vec<R> {
     let started = Arc::new(AtomicUsize::new(0));
     let handles: Vec<_> = (0..n)
         .map(|_| {
             let started = started.clone();
             goro::go!(move || {
-                // A count only (no data is published through it); AcqRel and Acquire
-                // are more than enough for "all have started".
+                // A count that publishes nothing: AcqRel / Acquire are more than enough.
                 started.fetch_add(1, Ordering::AcqRel);
                 spin_until(
                     SPIN_TIMEOUT,
@@ -190,7 +174,6 @@ pub fn all_at_once<R: Send + 'static>(n: usize, f: fn() -> R) -> Vec<R> {
     handles.into_iter().map(join).collect()
 }
 
-/// `SLEEPS` sleeps of `d` with `sleep`, and their lateness.
 fn sleep_lateness(name: &str, d: Duration, sleep: fn(Duration)) -> Lateness {
     let s = Samples::new(1);
     for _ in 0..SLEEPS {
@@ -201,18 +184,13 @@ fn sleep_lateness(name: &str, d: Duration, sleep: fn(Duration)) -> Lateness {
     s.finish(name, SLEEPS)
 }
 
-/// The measuring coroutine of Go's `BenchmarkParallelTimerLatency`: the latency of
-/// timers armed by a busy (spinning) coroutine, which the other Ps must run. As in Go:
-/// warm up, spin 30 ms, then each round arms `procs - 1` 1 ms timers whose functions
-/// record their lateness, count themselves and spin until all have fired, while this
-/// coroutine spins until they have, waits for them and spins 1 ms. Unlike Go: `ROUNDS`
-/// rounds, not `b.N`; p50 and p99 as well.
+/// Go's `BenchmarkParallelTimerLatency`: the lateness of 1 ms timers armed by a spinning
+/// coroutine, so that the other Ps must run them; each round's timer functions spin until
+/// all have fired. Unlike Go: `ROUNDS` rounds, not `b.N`; p50 and p99 as well.
 fn parallel_main(procs: usize) -> Lateness {
     const DELAY: Duration = Duration::from_millis(1);
     let timers = procs - 1;
-    // The samples, how many timers fired this round, and the wait for their functions.
-    // The count publishes nothing but itself (the samples have their own locks), so
-    // Release / Acquire / AcqRel are more than enough.
+    // `fired` publishes nothing (samples have their own locks): Release/Acquire/AcqRel suffice.
     let shared = Arc::new((Samples::new(timers), AtomicUsize::new(0), WaitGroup::new()));
     let (samples, fired, wg) = &*shared;
 
@@ -254,11 +232,9 @@ fn parallel_main(procs: usize) -> Lateness {
     samples.finish("ParallelTimerLatency", ROUNDS)
 }
 
-/// One sub-benchmark, `name`, of Go's `BenchmarkStaggeredTickerLatency`: after a
-/// warm-up, `tickers` 3 ms tickers (goro's `time::Ticker`, a capacity-1 channel fed by
-/// a periodic timer, as Go's) created `3 ms / procs` apart (spinning), each read by its
-/// own coroutine that records its lateness, advances its expected wake-up by 3 ms and
-/// spins `dur`, for `TICKS` ticks (Go: `b.N`).
+/// A sub-benchmark of Go's `BenchmarkStaggeredTickerLatency`: `tickers` 3 ms tickers
+/// (a capacity-1 channel fed by a periodic timer, as Go's) made `3 ms / procs` apart,
+/// each read by a coroutine that spins `dur` per tick, for `TICKS` ticks (Go: `b.N`).
 fn staggered_main(name: &str, procs: usize, tickers: usize, dur: Duration) -> Lateness {
     const PERIOD: Duration = Duration::from_millis(3);
     let samples = Arc::new(Samples::new(tickers));
