@@ -1,21 +1,4 @@
-//! goro next to may, tokio, plain threads and Go, on the same workloads, in one table
-//! per suite.
-//!
-//! ```text
-//! cargo run --release -p goro-bench --bin compare -- [--suite chan,sync,time,proc,echo,blocking|all]
-//!     [--only ROW,...] [--readme] [--contenders goro,may,...] [--rounds N]
-//!     [--json F] [--plot F.svg] [--markdown F.md] [--target-ms N] [--secs S] ...
-//! compare list                         the rows, by suite
-//! compare worker CONTENDER WORKLOAD    one run (what the harness starts)
-//! compare serve CONTENDER [--addr A]   a contender's echo server
-//! compare load --addr A [--conns C] .. the echo load generator
-//! ```
-//!
-//! Every run is a fresh child process; for each row the contenders take turns round
-//! after round, in an order that rotates every round; each child gets the row's P
-//! count as `GORO_MAXPROCS` and `GOMAXPROCS`. The tables (stdout, and `--markdown`)
-//! give the median of the rounds and the ratio to goro (> 1: goro ahead), footnotes
-//! for skips, failures and stand-ins, and the spread. `src/workloads/` is the
+//! `compare` (see `--help`), every run a fresh child process. `src/workloads/` is the
 //! contract, `src/contenders/` the implementations, `bench/go/` Go's side.
 
 use std::io::{Read, Write};
@@ -67,12 +50,10 @@ struct RunArgs {
     /// Only these rows (a companion row selects its workload).
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
-    /// Only the full comparison's rows (the README's table and its section of
-    /// docs/benchmarks.md).
+    /// Only the full comparison's rows (the README's table and its section of docs/benchmarks.md)
     #[arg(long)]
     readme: bool,
-    /// Contenders, in column order (default: all but `example`, and `base` only with
-    /// --baseline).
+    /// Contenders, in column order (default: all but `example`, and `base` only with --baseline)
     #[arg(long, value_delimiter = ',')]
     contenders: Vec<String>,
     /// Runs per contender and row.
@@ -112,8 +93,7 @@ fn main() {
         None => measure(&cli.run).unwrap_or_else(|e| usage(&e)),
     };
     let _ = std::io::stdout().flush();
-    // Exit without waiting for anything: a worker may leave tasks parked (the sieve's
-    // filters, as Go's program does).
+    // Exit at once: a worker may leave coroutines parked (the sieve's filters, as in Go's program).
     std::process::exit(code);
 }
 
@@ -133,8 +113,7 @@ fn list() -> i32 {
     0
 }
 
-/// `serve`: the contender's echo server. If stdin is a pipe (the harness's), its EOF
-/// ends the process, whatever the server is doing; otherwise a signal does.
+/// The contender's echo server, until the EOF of a piped stdin (the harness's) or a signal.
 fn serve(c: &dyn Contender, addr: SocketAddr) -> i32 {
     // A shell starts a background job with SIGINT ignored; `kill -INT` must stop it.
     // SAFETY: restoring a signal's default action has no preconditions.
@@ -181,7 +160,6 @@ fn selection(a: &RunArgs) -> Result<Vec<&'static Workload>, String> {
         .collect())
 }
 
-/// The command line, as the tables show it.
 fn command_line() -> String {
     let quote = |a: String| match a.contains([' ', '*']) {
         true => format!("'{a}'"),
@@ -192,7 +170,6 @@ fn command_line() -> String {
     format!("cargo run --release -p goro-bench --bin compare -- {args}")
 }
 
-/// The run: every selected row, round after round; the tables, then the files asked for.
 fn measure(a: &RunArgs) -> Result<i32, String> {
     if cfg!(debug_assertions) {
         eprintln!("compare: WARNING: a debug build; run it with --release");

@@ -1,8 +1,4 @@
 //! Child processes under a timeout.
-//!
-//! No polling while a child runs: [`run_with_timeout`] blocks on its output pipes,
-//! which reach their end when it exits, so a tool does not wake up next to the Ps its
-//! child is measuring, and sees the exit at once.
 
 use std::io::{self, Read};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -10,7 +6,6 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// A child that ran to its end.
 #[derive(Debug)]
 pub struct Finished {
     pub status: ExitStatus,
@@ -18,15 +13,16 @@ pub struct Finished {
     pub stderr: String,
 }
 
-/// Runs `cmd` to its end with stdin null, capturing its stdout and stderr (lossily
-/// decoded). After `timeout` it is killed and reaped, and the error names `what`, the
-/// timeout and the end of its output so far. If a process the child left behind holds
-/// its pipes open, the wait lasts until `timeout`, then 5 s more, and fails.
+/// Runs `cmd` to its end with stdin null, capturing stdout and stderr (lossily decoded).
+/// It blocks on the pipes, which end when the child exits: no polling next to the Ps the
+/// child measures, and the exit is seen at once. After `timeout` the child is killed and
+/// reaped; the error names `what`, the timeout and the end of its output. If a process it
+/// left behind holds the pipes open, the wait lasts until `timeout`, 5 s more, and fails.
 pub fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<Finished, String> {
     let (mut child, out, err) = spawn(cmd, Stdio::null(), what)?;
     let deadline = Instant::now() + timeout;
-    // The pipes reach their end when the child exits: wait for that, without polling.
-    let ended = out.wait(deadline) && err.wait(deadline);
+    let pipes_end = |by: Instant| out.wait(by) && err.wait(by);
+    let ended = pipes_end(deadline);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -34,9 +30,7 @@ pub fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<F
             Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(1)),
             failed => {
                 kill(&mut child);
-                let grace = Instant::now() + Duration::from_secs(2);
-                out.wait(grace);
-                err.wait(grace);
+                pipes_end(Instant::now() + Duration::from_secs(2));
                 return Err(match failed {
                     Err(e) => format!("{what}: wait failed: {e}"),
                     _ => format!(
@@ -47,8 +41,7 @@ pub fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<F
             }
         }
     };
-    let grace = Instant::now() + Duration::from_secs(5);
-    if !(ended || out.wait(grace) && err.wait(grace)) {
+    if !(ended || pipes_end(Instant::now() + Duration::from_secs(5))) {
         return Err(format!(
             "{what}: its output pipes stayed open after it exited"
         ));
@@ -60,7 +53,6 @@ pub fn run_with_timeout(cmd: Command, timeout: Duration, what: &str) -> Result<F
     })
 }
 
-/// Starts `cmd` with `stdin`; its stdout and stderr are each read by a [`Drain`].
 pub(super) fn spawn(
     mut cmd: Command,
     stdin: Stdio,
@@ -77,8 +69,7 @@ pub(super) fn spawn(
     Ok((child, out, err))
 }
 
-/// A pipe read to its end on a thread (so that it never fills), into a buffer that
-/// can be looked at any time (the output so far of a child that hangs).
+/// A pipe drained by a thread (so it never fills); the buffer shows a hung child's output.
 pub(super) struct Drain {
     buf: Arc<Mutex<Vec<u8>>>,
     /// Disconnected at the pipe's end.
@@ -91,7 +82,7 @@ impl Drain {
         let (tx, end) = mpsc::channel::<()>();
         let into = buf.clone();
         thread::spawn(move || {
-            let _end = tx; // dropped at the end of the pipe
+            let _end = tx;
             let Some(mut pipe) = pipe else { return };
             let mut chunk = [0u8; 8192];
             loop {
@@ -118,14 +109,12 @@ impl Drain {
         )
     }
 
-    /// What has been read so far.
     pub(super) fn text(&self) -> String {
         let buf = self.buf.lock().unwrap_or_else(|p| p.into_inner());
         String::from_utf8_lossy(&buf).into_owned()
     }
 }
 
-/// Kills our child, by its handle, and reaps it.
 pub fn kill(child: &mut Child) {
     let _ = child.kill();
     let _ = child.wait();

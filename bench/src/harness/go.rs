@@ -1,7 +1,5 @@
-//! The Go side: `bench/go/` is one Go module (one `main` package, standard library
-//! only), built once per `compare` run with `go build`; the `time` suite also builds
-//! Go's own `time` package benchmarks (`go test -c time`). `bench/go/install.sh`
-//! installs the toolchain; without `go` on the PATH the Go column says why.
+//! The Go side, built once per `compare` run: `bench/go/` (standard library only) and for
+//! the `time` suite Go's own `time` benchmarks; without `go` the Go column says why.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -9,17 +7,14 @@ use std::time::Duration;
 
 use super::child::run_with_timeout;
 
-/// Bound of one `go build`.
+/// Bound of one `go build` or `go test -c`; past it Go is not measured.
 const BUILD_BOUND: Duration = Duration::from_secs(300);
 
-/// The Go binaries of a run.
 #[derive(Clone, Debug)]
 pub struct GoBuild {
     pub version: String,
-    /// `goro-bench-go` (bench/go).
     pub bin: PathBuf,
-    /// Go's `time` package test binary, if the `time` suite is run (its benchmarks
-    /// are Go's side of the timer latency rows).
+    /// Go's `time` tests, for the `time` suite: their benchmarks are Go's timer latency rows.
     pub time_tests: Option<PathBuf>,
 }
 
@@ -35,7 +30,7 @@ fn version() -> Result<String, String> {
     }
 }
 
-/// Runs `go ARGS` in `dir`, bounded; why not, if it fails.
+/// Runs `go ARGS` in `dir`; if it fails, an error with its first line of output.
 fn go(dir: &Path, args: &[&str], what: &str) -> Result<(), String> {
     let mut cmd = Command::new("go");
     cmd.args(args).current_dir(dir);
@@ -79,16 +74,14 @@ pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
     })
 }
 
-/// One result line of `go test -bench` output: the benchmark's name (without
-/// `Benchmark` and the `-P` suffix) and its metrics by unit.
+/// A `go test -bench` result: the name (without `Benchmark` and `-P`), metrics by unit.
 #[derive(Debug, PartialEq)]
 pub struct BenchLine {
     pub name: String,
     pub metrics: Vec<(String, f64)>,
 }
 
-/// Parses `BenchmarkName[-P]  N  v1 unit1  v2 unit2 ...` lines; skipped benchmarks
-/// (no iterations) are left out.
+/// Parses `BenchmarkName[-P]  N  v1 unit1  v2 unit2 ...` lines, leaving out skipped ones (N = 0).
 pub fn parse_bench_output(out: &str) -> Vec<BenchLine> {
     out.lines()
         .filter_map(|line| {

@@ -1,7 +1,4 @@
-//! The harness: running each measurement in a fresh child process under a timeout,
-//! the Go side, medians and spreads, the markdown, JSON and SVG outputs, the `/proc`
-//! readers, and the bounded waits every workload uses so that a runtime bug shows up
-//! as a clear panic instead of a hang.
+//! The harness (see the crate doc), and the bounded waits: a runtime bug panics, not hangs.
 
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -12,10 +9,9 @@ pub mod orchestrate;
 pub mod procfs;
 pub mod report;
 
-/// Runs `f` in a fresh coroutine and returns its result, waiting at most `timeout`, from
-/// a plain thread: the coroutine hands its result over a std channel and this thread
-/// blocks in `recv_timeout`. Panics if `f` panicked (with its message) or is not done
-/// after `timeout` (then the coroutine is left running: the panic is to end the process).
+/// Runs `f` in a fresh coroutine and waits for its result, from a plain thread, at most
+/// `timeout`. Panics with `f`'s message if it panicked, or naming `what` if it is not done
+/// by then (the coroutine is left running: the panic is to end the process).
 pub fn run_bounded<T, F>(timeout: Duration, what: &str, f: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
@@ -23,7 +19,6 @@ where
 {
     let (tx, rx) = mpsc::channel();
     let h = goro::go!(move || {
-        // An unbounded std channel's send never blocks.
         let _ = tx.send(f());
     });
     let v = rx.recv_timeout(timeout);
@@ -39,8 +34,7 @@ where
     v.expect("the coroutine sent its result before it ended")
 }
 
-/// Runs `f` in a fresh coroutine, waits for it as long as it takes and returns its
-/// result; re-raises its panic with the message.
+/// [`run_bounded`] without a bound.
 pub fn in_coroutine<T, F>(f: F) -> T
 where
     F: FnOnce() -> T + Send + 'static,
@@ -66,8 +60,8 @@ pub fn bench_on_coroutine(
     });
 }
 
-/// Polls `cond` until it returns true or `timeout` has passed; returns whether it did.
-/// For plain threads: between polls it yields, then sleeps up to a millisecond.
+/// Polls `cond` from a plain thread (yielding, later sleeping 1 ms) until it holds or
+/// `timeout` has passed; whether it held.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     let mut spins = 0u32;
@@ -85,9 +79,8 @@ pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// Spins without yielding until `cond` holds, as Go's benchmarks do with
-/// `for atomic.Load(..) < n {}`; panics with `what()` if it has not after `timeout`.
-/// The clock is read only every 1024 polls, so the loop stays a tight atomic poll.
+/// Spins without yielding until `cond` holds, like Go's `for atomic.Load(..) < n {}`, reading
+/// the clock every 1024 polls only; panics with `what()` after `timeout`.
 pub fn spin_until<M: std::fmt::Display>(
     timeout: Duration,
     what: impl FnOnce() -> M,
@@ -109,13 +102,11 @@ pub fn median(v: &[f64]) -> Option<f64> {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     let n = s.len();
-    // For an odd count both indices are the middle one.
     (n > 0).then(|| (s[(n - 1) / 2] + s[n / 2]) / 2.0)
 }
 
-/// `criterion_main!` for the benches' one criterion configuration (1 s warm-up, 3 s
-/// measurement, 10 samples; the docs' A/B scripts override these on the command line),
-/// plus a line saying how many Ps the runtime runs with.
+/// `criterion_main!` with the benches' one configuration (the docs' A/B scripts override
+/// it on the command line), after a line with goro's P count.
 #[macro_export]
 macro_rules! bench_main {
     ($($target:path),+ $(,)?) => {

@@ -1,13 +1,5 @@
-//! The children of a `compare` run, every wait bounded.
-//!
-//! - A workload run is `compare worker CONTENDER WORKLOAD` (this binary again) with
-//!   `GORO_MAXPROCS` and `GOMAXPROCS` set to the row's P count; the Go contender's
-//!   worker replaces itself with the Go program. Its last stdout line is a
-//!   [`Measurement`]; a non-zero exit, no line or a timeout is a failure.
-//! - An echo run starts `compare serve CONTENDER` (it binds 127.0.0.1:0 and prints
-//!   `LISTENING <addr>`), measures it with `compare load` (goro's closed-loop client,
-//!   or Go's with `--load go`) while it samples the server's and the machine's CPU
-//!   time from /proc, then stops it by closing its stdin.
+//! The children of a `compare` run, every wait bounded: `compare worker` (Go's replaces
+//! itself with the Go program), `compare serve` and the echo load generator.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -18,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 
-use super::child::{self, run_with_timeout, spawn, tail, Drain, Finished};
+use super::child::{self, run_with_timeout, spawn, tail, Drain};
 use super::go::GoBuild;
 use super::{procfs, wait_until};
 use crate::contenders::{self, Contender};
@@ -29,7 +21,6 @@ const SERVER_BOUND: Duration = Duration::from_secs(10);
 /// Bound of the load run beyond its warm-up and measuring time.
 const LOAD_SLACK: Duration = Duration::from_secs(30);
 
-/// Which load generator measures the echo servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Load {
     /// `compare load`: goro coroutine clients.
@@ -64,11 +55,9 @@ pub struct Settings {
     pub load: Load,
 }
 
-/// How to start the children.
+/// How the children start: `me` is this binary, re-run as worker, server and load generator.
 pub struct Launcher {
-    /// This binary (`compare`), re-run as worker, server and load generator.
     pub me: PathBuf,
-    /// The Go binaries, or why there are none.
     pub go: Result<GoBuild, String>,
     pub settings: Settings,
 }
@@ -83,7 +72,6 @@ struct LoadLine {
 }
 
 impl Launcher {
-    /// This binary with `args`, the parallelism and the settings in its environment.
     fn command(&self, args: &[&str], procs: usize) -> Command {
         let mut cmd = Command::new(&self.me);
         cmd.args(args)
@@ -115,10 +103,10 @@ impl Launcher {
         }
         let cmd = self.command(&["worker", c.name(), w.name()], procs);
         let timeout = Duration::from_secs(self.settings.timeout);
-        last_json(&run_with_timeout(cmd, timeout, "the worker")?, "the worker")
+        run_json(cmd, timeout, "the worker")
     }
 
-    /// One echo run: start the server, load it, stop it.
+    /// One echo run: start the server, load it while sampling its and the machine's CPU, stop it.
     fn echo(&self, c: &dyn Contender, w: &Workload, procs: usize) -> Outcome {
         let conns = w.name().trim_start_matches("echo/");
         let conns: u64 = conns.parse().expect("echo/CONNS");
@@ -146,7 +134,7 @@ impl Launcher {
         }
         srv.stop()?;
         let v = load?;
-        // The companion rows: the p99 latency, the fairness and the CPU per round trip.
+        // The companion rows: p99 latency, fairness, and CPU µs per round trip.
         let cpu = cpu
             .unwrap_or([f64::NAN; 3])
             .map(|t| t * 1e6 / (v.rps * secs));
@@ -163,7 +151,6 @@ impl Launcher {
         Ok(m)
     }
 
-    /// The load generator's figures, for `conns` connections to `addr`.
     fn load(&self, addr: SocketAddr, conns: u64, procs: usize) -> Result<LoadLine, String> {
         let mut cmd = match (self.settings.load, &self.go) {
             (Load::Goro, _) => self.command(&["load", "--json"], procs),
@@ -179,7 +166,7 @@ impl Launcher {
             .args(["--size", &ECHO_SIZE.to_string()])
             .args(["--secs", &secs.to_string(), "--warmup", &warmup.to_string()]);
         let bound = Duration::from_secs_f64(secs + warmup) + LOAD_SLACK;
-        let v: LoadLine = last_json(&run_with_timeout(cmd, bound, "the load")?, "the load")?;
+        let v: LoadLine = run_json(cmd, bound, "the load")?;
         if v.conns != conns {
             return Err(format!(
                 "the load measured {} connections, not {conns}",
@@ -190,8 +177,9 @@ impl Launcher {
     }
 }
 
-/// The last stdout line of `what` that is a JSON object, parsed; or why there is none.
-fn last_json<T: DeserializeOwned>(f: &Finished, what: &str) -> Result<T, String> {
+/// Runs `cmd` within `bound`: its last stdout line that is a JSON object, or why none.
+fn run_json<T: DeserializeOwned>(cmd: Command, bound: Duration, what: &str) -> Result<T, String> {
+    let f = run_with_timeout(cmd, bound, what)?;
     if !f.status.success() {
         return Err(format!("{what}: {}{}", f.status, tail(&f.stderr)));
     }
@@ -201,7 +189,7 @@ fn last_json<T: DeserializeOwned>(f: &Finished, what: &str) -> Result<T, String>
     serde_json::from_str(line).map_err(|e| format!("{what}: bad JSON line {line:?}: {e}"))
 }
 
-/// An echo server child: killed when dropped unless stopped.
+/// An echo server child: killed when dropped unless stopped (std signals no reaped child).
 struct Server {
     child: Child,
     addr: SocketAddr,
@@ -209,8 +197,7 @@ struct Server {
 }
 
 impl Server {
-    /// Starts it and waits (bounded) for a line `LISTENING <addr>` (or `listening on
-    /// <addr>`: another build's `examples/echo_server`).
+    /// Starts it and waits (bounded) for its address line (see [`listening`]).
     fn start(cmd: Command) -> Result<Server, String> {
         let (child, stdout, stderr) = spawn(cmd, Stdio::piped(), "the server")?;
         let mut srv = Server {
@@ -224,27 +211,18 @@ impl Server {
             addr = listening(&stdout.text()).or_else(|| listening(&srv.stderr.text()));
             addr.is_some() || ended
         });
-        srv.addr = match addr {
-            Some(addr) => addr,
-            None if ended => {
-                return Err(format!("the server exited without listening{}", srv.log()))
-            }
-            None => {
-                let log = srv.log();
-                return Err(format!(
-                    "the server did not listen within {SERVER_BOUND:?}{log}"
-                ));
-            }
-        };
+        let log = srv.log();
+        srv.addr = addr.ok_or_else(|| match ended {
+            true => format!("the server exited without listening{log}"),
+            false => format!("the server did not listen within {SERVER_BOUND:?}{log}"),
+        })?;
         Ok(srv)
     }
 
-    /// The end of its stderr, for an error message.
     fn log(&self) -> String {
         tail(&self.stderr.text())
     }
 
-    /// Whether it has exited within `timeout`.
     fn exits_within(&mut self, timeout: Duration) -> bool {
         wait_until(timeout, || matches!(self.child.try_wait(), Ok(Some(_))))
     }
@@ -257,8 +235,7 @@ impl Server {
             return Ok(());
         }
         if let Ok(pid) = i32::try_from(self.child.id()) {
-            // `pid` is our child, not reaped yet (we hold its `Child`), so it names no
-            // other process.
+            // Our child, not reaped yet (we hold its `Child`): `pid` names no other process.
             let pid = nix::unistd::Pid::from_raw(pid);
             let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
         }
@@ -273,14 +250,13 @@ impl Server {
 }
 
 impl Drop for Server {
-    /// Kills it if it still runs (std knows a reaped child, and signals it no more).
     fn drop(&mut self) {
         child::kill(&mut self.child);
     }
 }
 
-/// The address of the first complete line of `text` with `LISTENING <addr>` or
-/// `listening on <addr>`.
+/// The address in the first complete line of `text` with `LISTENING <addr>` or (another
+/// build's `examples/echo_server`) `listening on <addr>`.
 fn listening(text: &str) -> Option<SocketAddr> {
     let complete = &text[..text.rfind('\n').map_or(0, |i| i + 1)];
     complete.lines().find_map(|line| {

@@ -1,7 +1,4 @@
 //! Linux's `/proc` files: memory, mappings, CPU times, the load average.
-//!
-//! CPU times in `/proc/stat` and `/proc/PID/stat` are in clock ticks of
-//! `sysconf(_SC_CLK_TCK)` (USER_HZ), read rather than assumed.
 
 use std::fs;
 use std::time::Duration;
@@ -10,16 +7,10 @@ use nix::unistd::{sysconf, SysconfVar};
 
 /// A `kB` field (such as `VmRSS` or `VmPTE`) of `/proc/self/status`, in KiB.
 pub fn status_kib(name: &str) -> Option<u64> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    field(&status, name)?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    first(field(&fs::read_to_string("/proc/self/status").ok()?, name)?)
 }
 
-/// The value of the first `name: value` line of a `/proc` file (blanks may precede
-/// the colon, as in `/proc/cpuinfo`).
+/// The value of the first `name: value` line (blanks may precede the colon, as in cpuinfo).
 pub fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     let value = |line: &'a str| line.strip_prefix(name)?.trim_start().strip_prefix(':');
     text.lines().find_map(value).map(str::trim)
@@ -41,38 +32,34 @@ fn conf(var: SysconfVar, default: u64) -> u64 {
     v.filter(|&v| v > 0).unwrap_or(default)
 }
 
-/// Memory mappings of this process (the lines of `/proc/self/maps`), and the limit
-/// (`vm.max_map_count`).
+/// This process's memory mappings (`/proc/self/maps` lines) and their limit, `vm.max_map_count`.
 pub fn map_counts() -> Option<(usize, usize)> {
     let now = fs::read("/proc/self/maps").ok()?;
     let now = now.iter().filter(|&&b| b == b'\n').count();
     Some((now, number("/proc/sys/vm/max_map_count")?))
 }
 
-/// The first field of a /proc file, as a number.
 pub fn number(path: &str) -> Option<usize> {
-    fs::read_to_string(path)
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    first(&fs::read_to_string(path).ok()?)
 }
 
-/// `n` clock ticks of `/proc`'s CPU times, a tick being 1 / `sysconf(_SC_CLK_TCK)` s.
+fn first<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// `n` of `/proc`'s CPU clock ticks, 1 / `sysconf(_SC_CLK_TCK)` s each (read, not assumed).
 fn ticks(n: u64) -> Duration {
     Duration::from_secs(n) / u32::try_from(conf(SysconfVar::CLK_TCK, 100)).unwrap_or(100)
 }
 
 /// CPU time the whole machine spent busy, all CPUs together: user, nice, system, irq
-/// and softirq of the `cpu` line of `/proc/stat`.
+/// and softirq of the `cpu` line of `/proc/stat` (guest time is already inside user).
 pub fn machine_busy() -> Option<Duration> {
     Some(ticks(parse_stat_busy(
         &fs::read_to_string("/proc/stat").ok()?,
     )?))
 }
 
-/// The busy ticks of the aggregate `cpu` line (guest time is already inside user).
 fn parse_stat_busy(stat: &str) -> Option<u64> {
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let f: Vec<u64> = line
@@ -90,9 +77,8 @@ pub fn process_cpu(pid: u32) -> Option<(Duration, Duration)> {
     Some((ticks(u), ticks(s)))
 }
 
-/// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line. The command
-/// name (field 2) may contain spaces and parentheses, so fields are counted from the
-/// last `)`.
+/// `utime` and `stime` (fields 14 and 15) of a `/proc/PID/stat` line, counted from the
+/// last `)`: the command name (field 2) may contain spaces and parentheses.
 fn parse_pid_stat_cpu(stat: &str) -> Option<(u64, u64)> {
     let rest = &stat[stat.rfind(')')? + 1..];
     let mut f = rest.split_whitespace().skip(11); // field 3 is the first after ')'

@@ -1,6 +1,5 @@
-//! The report: per row and contender the median of the rounds, the spread, the ratio
-//! to goro and the footnotes; as markdown tables (one per suite, each under the command
-//! that made it), as JSON (every run's figure) and as an SVG chart of the ratios.
+//! The report: per row and contender the median of the rounds, the spread, the ratio to
+//! goro and the footnotes, as markdown, JSON (every run's figure) and an SVG chart.
 
 use std::fmt::Write as _;
 use std::process::Command;
@@ -21,8 +20,7 @@ pub enum Got {
 }
 
 impl Got {
-    /// Row `k` (named `row`) of a workload's run; None if the run did not measure
-    /// that companion row.
+    /// Row `k` (named `row`) of a workload's run; None if it did not measure that row.
     pub fn of(result: &Outcome, k: usize, row: &str) -> Option<Got> {
         Some(match result {
             Err(e) => Got::Failed(e.clone()),
@@ -139,8 +137,7 @@ impl Cell {
                 0 => alone.to_string(),
                 _ => format!("{n} of {rounds} rounds {what}"),
             };
-            // Reasons that differ only in their figures (rates, counts) would repeat
-            // the same sentence per round: show the first, the rest is in the JSON.
+            // Reasons that differ in figures only would repeat per round: show the first.
             let count = if whys.iter().any(|w| w != first) {
                 format!(" (first of {n} rounds; the others' figures are in the JSON)")
             } else if n > 1 && n < rounds {
@@ -166,7 +163,6 @@ pub struct Results {
     /// `go version`, or why Go was not measured.
     pub go: String,
     pub rounds: usize,
-    /// The columns, in order.
     pub contenders: Vec<&'static str>,
     /// The rows, suite after suite.
     pub rows: Vec<RowResult>,
@@ -203,7 +199,6 @@ impl Results {
              goro for the lower-is-better figures, goro / contender for req/s and \
              wake-ups/s). -: not measured by that contender.\n"
         );
-        // The rows come suite after suite.
         for rows in self.rows.chunk_by(|a, b| a.suite == b.suite) {
             // The contenders with a run on any of the suite's rows.
             let cols: Vec<usize> = (0..self.contenders.len())
@@ -223,7 +218,6 @@ impl Results {
                         (None, _) => "-".into(),
                     };
                     if let Some(f) = &cell.footnote {
-                        // Numbered footnotes, the same text sharing a number.
                         let note = format!("{}: {f}", cell.contender);
                         let k = notes.iter().position(|t| *t == note).unwrap_or_else(|| {
                             notes.push(note);
@@ -266,7 +260,6 @@ impl Results {
     }
 }
 
-/// A markdown table; the columns but "workload" and "unit" are right-aligned.
 fn table(out: &mut String, head: Vec<&str>, rows: Vec<Vec<String>>) {
     let align: String = (head.iter())
         .map(|h| {
@@ -283,7 +276,6 @@ fn table(out: &mut String, head: Vec<&str>, rows: Vec<Vec<String>>) {
     }
 }
 
-/// The decimals that give a figure about three significant digits.
 fn decimals(v: f64) -> usize {
     match v.abs() {
         a if a >= 100.0 => 0,
@@ -303,7 +295,6 @@ fn fmt_ratio(r: f64) -> String {
     format!("{r:.*}", decimals(r).min(2))
 }
 
-/// The machine a run was made on.
 #[derive(Debug, Serialize)]
 pub struct Machine {
     pub nproc: usize,
@@ -314,7 +305,6 @@ pub struct Machine {
     pub load_average_start: String,
 }
 
-/// This machine, now.
 pub fn machine_info() -> Machine {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
         .map_or_else(|_| "unknown".into(), |s| s.trim().to_string());
@@ -336,8 +326,7 @@ pub fn machine_info() -> Machine {
     }
 }
 
-/// The colour of a contender's bars, by its place in [`contenders::ALL`] (goro,
-/// first, has no bars).
+/// A contender's bar colour, by its place in [`contenders::ALL`] (goro, first, has none).
 fn colour(c: &str) -> &'static str {
     const COLOURS: [&str; 8] = [
         "#d62728", "#ff7f0e", "#2ca02c", "#1f77b4", "#9467bd", "#8c564b", "#17becf", "#e377c2",

@@ -1,28 +1,15 @@
-//! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load
-//! generator (`compare load`) that measures every contender's server: requests/s,
-//! latency, fairness.
+//! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load generator
+//! (`compare load`) that measures every contender's server. Each of `--conns` connections
+//! sends a `--size`-byte message carrying its sequence number, reads exactly that many
+//! bytes back, checks them and sends the next, for `--warmup` seconds (not counted), then
+//! `--secs` seconds; only round trips that start after the warm-up and end before the
+//! deadline count. It prints requests/s, the p50, p99 and max round trip (nearest rank) and
+//! the fairness: round trips per connection (mean, busiest, fewest, busiest / mean); with
+//! `--json` also the [`Report`].
 //!
-//! It connects `--conns` connections one after the other, then starts them together:
-//! each one sends a `--size`-byte message, reads exactly that many bytes back, checks
-//! that they are the bytes it sent (every message carries its sequence number),
-//! records the round trip and sends the next, for `--warmup` seconds (not counted) and
-//! then `--secs` seconds. Only round trips that start after the warm-up and end before
-//! the deadline count. It prints one line: requests/s (counted round trips / `secs`),
-//! the p50, p99 and max round-trip latency (nearest rank), and the fairness between
-//! the connections: mean, busiest and minimum round trips per connection, and busiest
-//! / mean; with `--json` also the [`Report`] as a JSON line.
-//!
-//! Every connection is a goro coroutine (`GORO_MAXPROCS` sets the generator's Ps).
-//! Plain threads were an option once; on a 2-core machine the kernel lets a few of
-//! them run many round trips back to back while the others wait for a CPU, figures
-//! that describe the kernel's scheduler rather than the server. The `echo` suite runs
-//! it in a child process, so that it shares no runtime with the server it measures.
-//!
-//! Every wait is bounded: a connect, a write or a read that makes no progress for
-//! [`STALL`] (10 s) is an error (printed, with the connection and its round trip), and
-//! the whole run gives up 15 s after its deadline; errors exit with status 1. The
-//! soft `RLIMIT_NOFILE` is raised to the hard limit at start (500 connections need
-//! 500+ descriptors here and as many in the server).
+//! The clients are goro coroutines, in a child process that shares no runtime with the
+//! server: with plain threads on a 2-core machine the kernel lets a few run many round
+//! trips back to back while the others wait for a CPU, which measures its scheduler.
 
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -32,9 +19,9 @@ use goro::chan::{channel, RecvTimeoutError};
 use goro::net::{TcpListener, TcpStream};
 use serde::Serialize;
 
-/// A connect, write or read that makes no progress for this long is an error.
+/// A connect, write or read that makes no progress for this long fails its connection.
 pub const STALL: Duration = Duration::from_secs(10);
-/// How long after its deadline the whole run waits for its connections.
+/// How long after its deadline the run waits for its connections; then it fails.
 const GRACE: Duration = Duration::from_secs(15);
 
 /// The command line of `compare load`.
@@ -73,13 +60,11 @@ pub struct Report {
     pub conns: usize,
     pub size: usize,
     pub secs: f64,
-    /// Round trips counted (all connections).
     pub requests: u64,
     pub rps: f64,
     pub p50_us: u32,
     pub p99_us: u32,
     pub max_us: u32,
-    /// Round trips per connection: mean, busiest, fewest.
     pub mean_per_conn: f64,
     pub busiest_per_conn: u64,
     /// The busiest connection (its index in connect order).
@@ -100,7 +85,6 @@ impl Report {
             ));
         }
         all.sort_unstable();
-        // Nearest rank.
         let percentile =
             |p: f64| all[((p * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1];
         let requests = all.len() as u64;
@@ -125,7 +109,6 @@ impl Report {
         })
     }
 
-    /// The human line.
     fn human(&self) -> String {
         format!(
             "compare load: {} conns x {} B for {} s (goro clients, {} Ps): {:.0} req/s ({} \
@@ -149,8 +132,8 @@ impl Report {
     }
 }
 
-/// Raises the soft `RLIMIT_NOFILE` to the hard limit (capped at 2^20 if the hard limit
-/// is unlimited); returns the soft limit in force afterwards.
+/// Raises the soft `RLIMIT_NOFILE` to the hard limit, 2^20 if unlimited (500 connections
+/// need 500+ descriptors here and in the server); the soft limit in force afterwards.
 fn raise_nofile_limit() -> io::Result<u64> {
     use nix::sys::resource::{getrlimit, setrlimit, Resource, RLIM_INFINITY};
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
@@ -161,10 +144,9 @@ fn raise_nofile_limit() -> io::Result<u64> {
     Ok(soft)
 }
 
-/// One connection's outcome: its latencies, or what went wrong.
 type ConnResult = Result<Vec<u32>, String>;
 
-/// Runs the load; the report, or every error seen.
+/// Runs the load; the report, or every error seen (at most 20 are listed).
 pub fn run(cfg: &Config) -> Result<Report, String> {
     let limit = raise_nofile_limit().map_err(|e| format!("getrlimit(RLIMIT_NOFILE): {e}"))?;
     let conns = cfg.conns as usize;
@@ -177,11 +159,10 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
         .map_err(|e| format!("cannot resolve {}: {e}", cfg.addr))?
         .next()
         .ok_or_else(|| format!("{} resolves to no address", cfg.addr))?;
-    // Connect all first, one after the other (no burst on the server's backlog).
+    // Connect one after the other (no burst on the server's backlog), then start together.
     let streams = (0..conns)
         .map(|i| connect(&addr).map_err(|e| format!("connection {i}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
-    // Then start them together: every client waits at the gate for the start time.
     let (gate_tx, gate_rx) = channel::<Instant>(conns);
     let (res_tx, res_rx) = channel::<(usize, ConnResult)>(conns);
     let warmup = Duration::from_secs_f64(cfg.warmup);
@@ -196,15 +177,14 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
                 Err(RecvTimeoutError::Closed) => Err("the gate closed without a start time".into()),
             };
             drop(stream);
-            // The channel has room for every connection's result: this never blocks. It
-            // fails only if the main thread gave up already, which has then said why.
+            // Room for every result: never blocks; fails if the main thread gave up (and said why).
             let _ = res_tx.send((i, r));
         }));
     }
     drop(res_tx);
     let t0 = Instant::now();
     for _ in 0..conns {
-        // The channel has room for every client's start time: this never blocks.
+        // Room for every start time: never blocks.
         let _ = gate_tx.send(t0);
     }
 
@@ -241,8 +221,6 @@ pub fn run(cfg: &Config) -> Result<Report, String> {
     Report::from_latencies(cfg, per_conn.collect())
 }
 
-/// Connects (bounded) and sets `TCP_NODELAY` and the stall bound as read and write
-/// timeouts.
 fn connect(addr: &SocketAddr) -> Result<TcpStream, String> {
     let s = TcpStream::connect_timeout(addr, STALL)
         .map_err(|e| format!("connect to {addr} failed: {e}"))?;
@@ -253,8 +231,7 @@ fn connect(addr: &SocketAddr) -> Result<TcpStream, String> {
     Ok(s)
 }
 
-/// One connection's closed loop: send, read back, check, time; until `end`. Returns
-/// the latencies (µs) of the round trips between `warm_end` and `end`.
+/// One connection's closed loop until `end`: the latencies (µs) from `warm_end` on.
 fn client(stream: &TcpStream, size: usize, warm_end: Instant, end: Instant) -> ConnResult {
     let mut out: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
     let mut back = vec![0u8; size];
@@ -318,8 +295,7 @@ pub fn main(cfg: &Config) -> i32 {
     }
 }
 
-/// goro's echo server: binds `addr`, prints `LISTENING <addr>`, then one coroutine
-/// per connection (read, then write it all back, until EOF), until the process exits.
+/// goro's echo server: binds `addr`, prints `LISTENING <addr>`, a coroutine per connection.
 pub fn serve(addr: SocketAddr) -> io::Result<()> {
     let listener = TcpListener::bind(addr)?;
     crate::contenders::listening(listener.local_addr()?)?;
@@ -341,8 +317,7 @@ pub fn serve(addr: SocketAddr) -> io::Result<()> {
         .map_err(|_| io::Error::other("the acceptor panicked"))
 }
 
-/// Echoes one connection (goro's or std's socket): read, then write it all back, until
-/// EOF or an error.
+/// Echoes one connection (goro's or std's socket) until EOF or an error.
 pub fn echo<S>(conn: &S)
 where
     for<'a> &'a S: Read + Write,
