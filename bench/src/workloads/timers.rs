@@ -5,8 +5,8 @@
 //! - `SleepLatency/100us`, `/1ms`: one coroutine on an idle runtime sleeps repeatedly (no
 //!   Go benchmark: the netpoller's timed wait); `thread` companions: `std::thread::sleep`.
 //! - `ParallelTimerLatency`, `StaggeredTickerLatency/D/N` (work D, N tickers per P): Go's
-//!   `sleep_test.go` benchmarks of CL 232298 (Go's side: Go's own, `contenders/go.rs`).
-//!   They skip unless 2 <= Ps <= CPUs, as in Go.
+//!   `sleep_test.go` benchmarks of CL 232298 (Go's side: Go's own, which the `go`
+//!   contender runs). They skip unless 2 <= Ps <= CPUs, as in Go.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
