@@ -7,7 +7,7 @@
 //!   goroutine); the calling thread only joins it.
 //! - channels: may 0.3 has no bounded or rendezvous channel (`may::sync::{mpsc, mpmc,
 //!   spsc}` are unbounded). Where a workload never has more than one value in a channel
-//!   ([`Tasks::pipe`]: chain, chainbuf, pingpong, spawn_park) a bound would never make a
+//!   ([`Blocking::pipe`]: chain, chainbuf, pingpong, spawn_park) a bound would never make a
 //!   sender wait, so they use `may::sync::mpsc` as it is (and `chain` and `chainbuf` are
 //!   the same program). The sieve's generator would run away on an unbounded channel,
 //!   so its channels are `mpsc` plus a `may::sync::Semphore` of one credit (`Tx`):
@@ -24,7 +24,7 @@
 //! with `RUST_BACKTRACE=1` the backtrace then fails to allocate and the process
 //! deadlocks), so `spawn_join` (100 000 spawned before the first join) and
 //! `spawn_park` (up to 1 000 000 parked) are refused up front, with the numbers, when
-//! the limit cannot hold them ([`Tasks::room`]).
+//! the limit cannot hold them ([`Blocking::room`]).
 
 use std::io::{ErrorKind, Read, Write};
 use std::panic::AssertUnwindSafe;

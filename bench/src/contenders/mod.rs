@@ -2,13 +2,7 @@
 //! `sync` suite (goro without its back-off, parking_lot's mutex), and two echo server
 //! programs: `example` (`examples/echo_server`) and `base`, another build's
 //! (`compare --baseline PATH`).
-//!
-//! Each implements [`Contender`]: [`run`](Contender::run) runs one workload once in a
-//! worker process and returns its [`Measurement`], [`serve`](Contender::serve) is its
-//! echo server. What is measured and checked is the contract of
-//! [`crate::workloads`]; the harness starts the processes, and says once
-//! (here, [`worker`]) why a contender without an implementation of a workload is
-//! skipped.
+//! What each measures and checks is the contract of [`crate::workloads`].
 
 use std::io::{self, Write};
 use std::net::SocketAddr;

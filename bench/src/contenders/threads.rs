@@ -8,19 +8,12 @@
 //! many yielders and load threads the `yield` and `sleep_lateness` workloads start.
 //!
 //! Workloads that keep many threads alive at once (`chain`: 10 000, `sieve`: 5 000,
-//! `spawn_park`: up to 1 000 000) first check the system's limits (`kernel.pid_max` and
-//! `kernel.threads-max` against the tasks that exist, `RLIMIT_NPROC`,
-//! `vm.max_map_count`: four mappings per running thread) and skip, saying which limit,
-//! rather than starve the whole machine of PIDs or abort (std aborts the process when
-//! a new thread cannot map its signal stack). `spawn_join` keeps the unjoined threads'
-//! stacks (two mappings each) until its join phase, so it checks `vm.max_map_count`
-//! the same way (100 000 threads need 200 000 mappings: the default limit, 65 530,
-//! says no).
-//!
-//! `chain`, `chainbuf`, `sieve` and `pingpong` make hundreds of thousands to tens of
-//! millions of thread hand-offs (microseconds each): past a budget of measured time
-//! ([`Tasks::BUDGET`]) they stop and skip, the reason giving the rate reached and the
-//! time the whole run would take.
+//! `spawn_park`: up to 1 000 000, `spawn_join`: 100 000 unjoined) first check the
+//! system's limits ([`Blocking::room`]: PIDs, threads, `RLIMIT_NPROC`, `vm.max_map_count`)
+//! and skip, saying which limit, rather than starve the machine of PIDs or abort (std
+//! aborts the process when a new thread cannot map its signal stack). The long
+//! hand-off workloads stop and skip past a budget of measured time
+//! ([`Blocking::BUDGET`]), the reason giving the rate reached.
 
 use std::io;
 use std::net::TcpListener;
@@ -74,9 +67,8 @@ impl Blocking for Threads {
     type Tx<T: Send + 'static> = SyncSender<T>;
     type Rx<T: Send + 'static> = Receiver<T>;
     type Mutex = std::sync::Mutex<u64>;
-    /// A thread hand-off costs microseconds (tens of them on a loaded machine); these
-    /// workloads make 400 000 (pingpong) to tens of millions (sieve) of them, and the
-    /// whole comparison must fit in minutes.
+    /// A hand-off costs microseconds; these workloads make 400 000 (pingpong) to tens
+    /// of millions (sieve) of them, and the whole comparison must fit in minutes.
     const BUDGET: Option<Duration> = Some(Duration::from_secs(4));
     fn spawn<T: Send + 'static>(
         f: impl FnOnce() -> T + Send + 'static,
@@ -121,8 +113,7 @@ const MAPS_PER_LIVE_THREAD: usize = 4;
 const MAPS_PER_UNJOINED_THREAD: usize = 2;
 
 /// Whether `n` threads of `per` mappings each fit under `vm.max_map_count` with this
-/// process's current mappings. Near the limit, std aborts the process when a new
-/// thread cannot map its signal stack, so this is checked before, not found out.
+/// process's current mappings.
 fn map_budget(n: usize, per: usize) -> Result<(), String> {
     let Some((maps, max_maps)) = procfs::map_counts() else {
         return Ok(());
