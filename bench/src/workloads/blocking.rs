@@ -71,11 +71,10 @@ fn ticker(kind: &str) -> Measurement {
     stop.store(true, Ordering::Relaxed); // Relaxed: see the ticker's loop
     let mut late = ticker.join().expect("the ticker panicked");
     late.sort_unstable();
-    let n = late.len();
-    let us = |d: Duration| d.as_secs_f64() * 1e6;
-    Measurement::value(us(late[n / 2]))
-        .with(&format!("ticker/{kind}/p99"), us(late[n * 99 / 100]))
-        .with(&format!("ticker/{kind}/max"), us(late[n - 1]))
+    let us = |p: f64| super::quantile(&late, p).as_secs_f64() * 1e6;
+    Measurement::value(us(0.5))
+        .with(&format!("ticker/{kind}/p99"), us(0.99))
+        .with(&format!("ticker/{kind}/max"), us(1.0))
 }
 
 /// Runs `f` on `n` coroutines and joins them; `what` names one in the panic message.

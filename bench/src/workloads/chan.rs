@@ -139,12 +139,8 @@ pub struct Latency {
 }
 
 impl Latency {
-    /// Nearest rank.
     pub fn quantile_us(&self, p: f64) -> f64 {
-        let n = self.sorted_ns.len();
-        assert!(n > 0, "no latency samples");
-        let i = ((p * n as f64).ceil() as usize).clamp(1, n) - 1;
-        self.sorted_ns[i] as f64 / 1e3
+        super::quantile(&self.sorted_ns, p) as f64 / 1e3
     }
 }
 

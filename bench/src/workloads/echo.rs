@@ -85,8 +85,7 @@ impl Report {
             ));
         }
         all.sort_unstable();
-        let percentile =
-            |p: f64| all[((p * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1];
+        let percentile = |p: f64| super::quantile(&all, p);
         let requests = all.len() as u64;
         let mean = requests as f64 / counts.len() as f64;
         let (busiest_conn, busiest) = (counts.iter().copied().enumerate())

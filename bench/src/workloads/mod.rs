@@ -318,6 +318,17 @@ pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
 /// The sum of spawn_join's results (each task returns its index).
 pub const SPAWN_SUM: u64 = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
 
+/// The `p`-quantile of `sorted` by nearest rank (`p` = 1: the maximum).
+///
+/// # Panics
+///
+/// If `sorted` is empty.
+pub fn quantile<T: Copy>(sorted: &[T], p: f64) -> T {
+    let n = sorted.len();
+    assert!(n > 0, "a quantile of no samples");
+    sorted[((p * n as f64).ceil() as usize).clamp(1, n) - 1]
+}
+
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64

@@ -130,7 +130,7 @@ impl Samples {
         // Not empty: every benchmark has at least one timer and one sample per timer.
         let n = all.len();
         let us = |ns: i64| ns as f64 / 1e3;
-        let rank = |p: f64| us(all[((p * n as f64).ceil() as usize).clamp(1, n) - 1]);
+        let rank = |p: f64| us(super::quantile(&all, p));
         Lateness {
             avg: all.iter().map(|&ns| ns as f64).sum::<f64>() / n as f64 / 1e3,
             p50: rank(0.50),
