@@ -367,7 +367,9 @@ async fn chain<R: Tasks>(cap: usize) -> Outcome {
     let t = Instant::now();
     for k in 1..=CHAIN_TOKENS {
         let over = chain.pass(1).await;
-        if let Err(e) = over.and_then(|()| check_budget::<R>(t, k, CHAIN_TOKENS, "tokens", 1)) {
+        let hops = |tokens| tokens * CHAIN_HOPS;
+        let over = over.and_then(|()| check_budget::<R>(t, hops(k), hops(CHAIN_TOKENS), "hops", 1));
+        if let Err(e) = over {
             chain.shutdown().await?;
             return Err(e);
         }
