@@ -80,10 +80,10 @@ impl Tasks for Tokio {
     type Tx<T: Send + 'static> = Tx<T>;
     type Rx<T: Send + 'static> = Rx<T>;
     type Mutex = tokio::sync::Mutex<u64>;
-    fn spawn<T: Send + 'static>(
-        f: impl Future<Output = T> + Send + 'static,
+    fn spawn<T: Send + 'static, F: Future<Output = T> + Send + 'static>(
+        f: impl FnOnce() -> F + Send + 'static,
     ) -> Result<JoinHandle<T>, String> {
-        Ok(tokio::spawn(f))
+        Ok(tokio::spawn(f()))
     }
     async fn join<T: Send + 'static>(h: JoinHandle<T>) -> Result<T, String> {
         h.await.map_err(|e| format!("tokio: a task failed: {e}"))
@@ -109,8 +109,10 @@ impl Tasks for Tokio {
             Rx::Once(rx) => rx.take()?.await.ok(),
         }
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        tokio::task::yield_now()
+    async fn yield_now(times: usize) {
+        for _ in 0..times {
+            tokio::task::yield_now().await;
+        }
     }
     fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
         tokio::time::sleep(d)
@@ -118,8 +120,10 @@ impl Tasks for Tokio {
     fn mutex() -> tokio::sync::Mutex<u64> {
         tokio::sync::Mutex::new(0)
     }
-    async fn increment(m: &tokio::sync::Mutex<u64>) {
-        *m.lock().await += 1;
+    async fn increment(m: &tokio::sync::Mutex<u64>, times: usize) {
+        for _ in 0..times {
+            *m.lock().await += 1;
+        }
     }
     async fn count(m: &tokio::sync::Mutex<u64>) -> u64 {
         *m.lock().await

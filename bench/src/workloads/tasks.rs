@@ -66,9 +66,11 @@ pub trait Tasks: Sized + 'static {
     /// before it gives up with a skip that gives the rate reached (plain threads, whose
     /// hand-offs cost microseconds); the workload is never shrunk.
     const BUDGET: Option<Duration> = None;
-    /// Spawns a task, or says why the runtime cannot.
-    fn spawn<T: Send + 'static>(
-        f: impl Future<Output = T> + Send + 'static,
+    /// Spawns a task running the future `f` makes (made on the task, so that a blocking
+    /// runtime's spawn moves no more than `f`'s captures), or says why the runtime
+    /// cannot.
+    fn spawn<T: Send + 'static, F: Future<Output = T> + Send + 'static>(
+        f: impl FnOnce() -> F + Send + 'static,
     ) -> Result<Self::Handle<T>, String>;
     /// Joins a task; its panic is an error.
     fn join<T: Send + 'static>(
@@ -89,12 +91,14 @@ pub trait Tasks: Sized + 'static {
     fn send<T: Send + 'static>(tx: &mut Self::Tx<T>, v: T) -> impl Future<Output = bool> + Send;
     /// The next value; `None` once the sender is gone.
     fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send;
-    fn yield_now() -> impl Future<Output = ()> + Send;
+    /// Yields `times` times (the hot loops of `yield` and the mutex are the runtime's
+    /// own, so that their per-operation figures carry nothing of the harness's futures).
+    fn yield_now(times: usize) -> impl Future<Output = ()> + Send;
     fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
     /// A mutex around a counter at 0.
     fn mutex() -> Self::Mutex;
-    /// Locks, adds one, unlocks.
-    fn increment(m: &Self::Mutex) -> impl Future<Output = ()> + Send;
+    /// Locks, adds one, unlocks, `times` times.
+    fn increment(m: &Self::Mutex, times: usize) -> impl Future<Output = ()> + Send;
     fn count(m: &Self::Mutex) -> impl Future<Output = u64> + Send;
     /// Whether `n` more tasks, alive at once as `alive` says, fit in the system's
     /// limits; if not, which limit says no (checked before, not found out: past some
@@ -139,10 +143,10 @@ impl<B: Blocking> Tasks for B {
     type Rx<T: Send + 'static> = B::Rx<T>;
     type Mutex = B::Mutex;
     const BUDGET: Option<Duration> = B::BUDGET;
-    fn spawn<T: Send + 'static>(
-        f: impl Future<Output = T> + Send + 'static,
+    fn spawn<T: Send + 'static, F: Future<Output = T> + Send + 'static>(
+        f: impl FnOnce() -> F + Send + 'static,
     ) -> Result<B::Handle<T>, String> {
-        B::spawn(move || now(f))
+        B::spawn(move || now(f()))
     }
     fn join<T: Send + 'static>(h: B::Handle<T>) -> impl Future<Output = Result<T, String>> + Send {
         ready(B::join(h))
@@ -159,8 +163,8 @@ impl<B: Blocking> Tasks for B {
     fn recv<T: Send + 'static>(rx: &mut B::Rx<T>) -> impl Future<Output = Option<T>> + Send {
         ready(B::recv(rx))
     }
-    fn yield_now() -> impl Future<Output = ()> + Send {
-        B::yield_now();
+    fn yield_now(times: usize) -> impl Future<Output = ()> + Send {
+        (0..times).for_each(|_| B::yield_now());
         ready(())
     }
     fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
@@ -170,8 +174,8 @@ impl<B: Blocking> Tasks for B {
     fn mutex() -> B::Mutex {
         B::Mutex::with_zero()
     }
-    fn increment(m: &B::Mutex) -> impl Future<Output = ()> + Send {
-        m.increment();
+    fn increment(m: &B::Mutex, times: usize) -> impl Future<Output = ()> + Send {
+        (0..times).for_each(|_| m.increment());
         ready(())
     }
     fn count(m: &B::Mutex) -> impl Future<Output = u64> + Send {
@@ -283,7 +287,7 @@ fn relay<R: Tasks, T: Send + 'static>(
     started: Option<Arc<AtomicUsize>>,
     f: impl Fn(T) -> Option<T> + Send + 'static,
 ) -> Result<R::Handle<()>, String> {
-    R::spawn(async move {
+    R::spawn(move || async move {
         if let Some(s) = started {
             s.fetch_add(1, Ordering::Relaxed); // Relaxed: see wait_started
         }
@@ -345,7 +349,12 @@ impl<R: Tasks> Chain<R> {
             let out = R::recv(&mut self.tail)
                 .await
                 .ok_or("chain: the tail closed")?;
-            expect_eq(format_args!("chain: token {i} out"), out, i + hops)?;
+            if out != i + hops {
+                return Err(format!(
+                    "chain: token {i} came out as {out}, not {}",
+                    i + hops
+                ));
+            }
         }
         Ok(())
     }
@@ -405,7 +414,9 @@ impl<R: Tasks> PingPong<R> {
             let back = R::recv(&mut self.pong)
                 .await
                 .ok_or("pingpong: the echo is gone")?;
-            expect_eq(format_args!("pingpong: {i} back"), back, i + 1)?;
+            if back != i + 1 {
+                return Err(format!("pingpong: sent {i}, got {back} back"));
+            }
         }
         Ok(())
     }
@@ -454,7 +465,7 @@ pub async fn sieve<R: Tasks>() -> Result<Duration, String> {
     R::room(n + 1, Alive::Running)?;
     let start = Instant::now();
     let (mut gen_tx, mut rx) = R::channel::<u32>(0);
-    let mut tasks = vec![R::spawn(async move {
+    let mut tasks = vec![R::spawn(move || async move {
         let mut i = 2;
         while R::send(&mut gen_tx, i).await {
             i += 1;
@@ -515,7 +526,7 @@ async fn spawn_join<R: Tasks>() -> Outcome {
     let t = Instant::now();
     let mut handles = Vec::with_capacity(SPAWN_TASKS);
     for i in 0..SPAWN_TASKS {
-        match R::spawn(async move { i as u64 }) {
+        match R::spawn(move || async move { i as u64 }) {
             Ok(h) => handles.push(h),
             Err(why) => return Err(refused::<R, _>("task", i, SPAWN_TASKS, why, handles).await),
         }
@@ -523,7 +534,9 @@ async fn spawn_join<R: Tasks>() -> Outcome {
     let mut sum = 0;
     for (i, h) in handles.into_iter().enumerate() {
         let v = R::join(h).await?;
-        expect_eq(format_args!("spawn_join: task {i}'s result"), v, i as u64)?;
+        if v != i as u64 {
+            return Err(format!("spawn_join: task {i} returned {v}"));
+        }
         sum += v;
     }
     let elapsed = t.elapsed();
@@ -536,7 +549,8 @@ async fn spawn_n<R: Tasks, F: Future<Output = ()> + Send + 'static>(
     n: usize,
     f: impl Fn() -> F,
 ) -> Result<(), String> {
-    let handles: Vec<_> = (0..n).map(|_| R::spawn(f())).collect::<Result<_, _>>()?;
+    let spawn = |fut: F| R::spawn(move || fut);
+    let handles: Vec<_> = (0..n).map(|_| spawn(f())).collect::<Result<_, _>>()?;
     join_all::<R, _>(handles).await.map(drop)
 }
 
@@ -545,12 +559,7 @@ async fn spawn_n<R: Tasks, F: Future<Output = ()> + Send + 'static>(
 pub async fn yields<R: Tasks>(procs: usize) -> Result<f64, String> {
     let tasks = YIELD_TASKS_PER_WORKER * procs;
     let t = Instant::now();
-    spawn_n::<R, _>(tasks, || async {
-        for _ in 0..YIELD_COUNT {
-            R::yield_now().await;
-        }
-    })
-    .await?;
+    spawn_n::<R, _>(tasks, || R::yield_now(YIELD_COUNT)).await?;
     Ok(per(t.elapsed(), tasks * YIELD_COUNT))
 }
 
@@ -561,11 +570,11 @@ pub async fn sleep_lateness<R: Tasks>(procs: usize) -> Result<f64, String> {
     let load: Result<Vec<_>, String> = (0..2 * procs)
         .map(|_| {
             let stop = stop.clone();
-            R::spawn(async move {
+            R::spawn(move || async move {
                 // Relaxed: a stop flag publishes no data; seeing it a loop late is harmless.
                 while !stop.load(Ordering::Relaxed) {
                     spin(Duration::from_micros(50));
-                    R::yield_now().await;
+                    R::yield_now(1).await;
                 }
             })
         })
@@ -593,11 +602,7 @@ async fn mutex<R: Tasks>(tasks: usize) -> Outcome {
     let t = Instant::now();
     spawn_n::<R, _>(tasks, || {
         let m = m.clone();
-        async move {
-            for _ in 0..each {
-                R::increment(&m).await;
-            }
-        }
+        async move { R::increment(&m, each).await }
     })
     .await?;
     let elapsed = t.elapsed();
@@ -619,7 +624,7 @@ async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     for i in 0..n {
         let (tx, mut rx) = R::once::<()>();
         let started = started.clone();
-        let task = R::spawn(async move {
+        let task = R::spawn(move || async move {
             started.fetch_add(1, Ordering::Relaxed); // Relaxed: see wait_started
             drop(started);
             R::recv(&mut rx).await.is_some()
