@@ -77,3 +77,30 @@ fn an_echo_run_measures_a_server() {
     assert!(rps.is_some_and(|r| r > 0.0), "{out}");
     assert!(rows.iter().any(|r| r["name"] == "echo/1/p99"), "{out}");
 }
+
+/// The shared workload code (`workloads/tasks.rs`) on may's coroutines and tokio's
+/// futures: a channel workload and spawn-and-park each give a figure, not a skip or a
+/// failure (goro's and the threads' runs are the first test's).
+#[test]
+fn may_and_tokio_run_the_shared_workloads() {
+    let (out, doc) = compare(
+        "tasks",
+        &[
+            "--only",
+            "pingpong,spawn_park_10k",
+            "--contenders",
+            "may,tokio",
+            "--rounds",
+            "1",
+        ],
+    );
+    let rows = doc["rows"].as_array().unwrap();
+    let own = |r: &&serde_json::Value| r["name"] == "pingpong" || r["name"] == "spawn_park_10k";
+    assert_eq!(rows.iter().filter(own).count(), 2, "{out}");
+    for row in rows.iter().filter(own) {
+        for cell in row["cells"].as_array().unwrap() {
+            let median = cell["median"].as_f64();
+            assert!(median.is_some_and(|m| m > 0.0), "{row}\n{out}");
+        }
+    }
+}

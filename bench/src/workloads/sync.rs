@@ -271,8 +271,10 @@ fn run_parallel<R: Blocking>(workers: usize, iters: u64, body: Body) -> Duration
         .map(|_| {
             let (gate, body) = (gate.clone(), body.clone());
             R::spawn(move || {
-                // AcqRel / Acquire: the gate's opening orders nothing but itself;
-                // the budget (`next`) is the only data the workers share.
+                // AcqRel / Acquire here, Acquire / Release at the coordinator's end:
+                // a count and a flag that publish no data (the budget, `next`, is the
+                // only thing the workers share, and it is atomic itself), so any
+                // ordering would do; these keep the hand-off readable as one.
                 gate.ready.fetch_add(1, Ordering::AcqRel);
                 bounded("a worker", &|| gate.open.load(Ordering::Acquire));
                 body(&mut Pb {
