@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 use goro_bench::harness::run_bounded;
 use goro_bench::workloads::chan::{self, Wait, DELAYS_US};
-use goro_bench::workloads::tasks::{now, sieve, Chain, Coroutines, PingPong};
+use goro_bench::workloads::tasks::{now, sieve, Chain, Coroutines};
 use goro_bench::workloads::{powser, CHAIN_HOPS};
 
 /// Bound of one sample's timed run.
@@ -151,8 +151,8 @@ fn ping_pong_bench(c: &mut Criterion) {
     on_fixture(
         c,
         ("PingPong", "round_trip"),
-        PingPong::<Coroutines>::new,
-        |pp, n| now(pp.round_trips(n)),
+        || now(Chain::<Coroutines>::new(1, 0)),
+        |pp, n| now(pp.pass(n)),
         |_| 1.0,
         |pp| now(pp.shutdown()),
     );

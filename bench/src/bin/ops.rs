@@ -15,7 +15,7 @@
 
 use std::process::ExitCode;
 
-use goro_bench::workloads::tasks::{now, Chain, Coroutines, PingPong};
+use goro_bench::workloads::tasks::{now, Chain, Coroutines};
 
 /// `n` one-byte sends and receives on a connected pair of UDP sockets of type `$t`
 /// (std's or goro's: the same API).
@@ -41,8 +41,9 @@ fn run(mode: &str, n: u64) -> bool {
             }
         }),
         "pingpong" => goro::go!(move || {
-            let mut pp = PingPong::<Coroutines>::new().expect("the echo starts");
-            now(pp.round_trips(n)).expect("echo alive");
+            // Ping-pong is a chain of one link (the echo).
+            let mut pp = now(Chain::<Coroutines>::new(1, 0)).expect("the echo starts");
+            now(pp.pass(n)).expect("echo alive");
             now(pp.shutdown()).expect("echo");
         }),
         "chain" => goro::go!(move || {

@@ -8,7 +8,7 @@
 //!   golang.org/s/go15gomaxprocs: unbuffered links, or links of capacity 1).
 //! - [`sieve`]: the concurrent prime sieve (Go's `test/chan/sieve1.go`): a generator
 //!   feeds 2, 3, 4, ... into a pipeline of filters, one per prime found.
-//! - [`PingPong`]: two tasks passing a number back and forth.
+//! - ping-pong: a chain of one link, which echoes each number plus one.
 //!
 //! The workloads are `async`, so that tokio runs them as they are. On the runtimes
 //! whose operations block (goro, may, threads) every operation returns a future that
@@ -191,12 +191,12 @@ impl<B: Blocking> Tasks for B {
 pub async fn run<R: Tasks>(name: &'static str) -> Option<Outcome> {
     let procs = super::procs();
     Some(match name {
-        "chain" => chain::<R>(0).await,
-        "chainbuf" => chain::<R>(1).await,
+        "chain" => chain::<R>(CHAIN_HOPS, 0, CHAIN_TOKENS, 1).await,
+        "chainbuf" => chain::<R>(CHAIN_HOPS, 1, CHAIN_TOKENS, 1).await,
         "sieve" => sieve::<R>()
             .await
             .map(|t| Measurement::value(t.as_secs_f64() * 1e3)),
-        "pingpong" => ping_pong::<R>().await,
+        "pingpong" => chain::<R>(1, 0, PINGPONG_ROUNDS, 1024).await,
         "spawn_join" => spawn_join::<R>().await,
         "yield" => yields::<R>(procs).await.map(Measurement::value),
         "sleep_lateness" => sleep_lateness::<R>(procs).await.map(Measurement::value),
@@ -280,7 +280,7 @@ async fn refused<R: Tasks, T: Send + 'static>(
 }
 
 /// A task that passes on what `rx` gives, through `f` (which may drop it), to `tx`,
-/// until either side closes: a chain link, the ping-pong echo, a sieve filter.
+/// until either side closes: a chain link, a sieve filter.
 fn relay<R: Tasks, T: Send + 'static>(
     mut rx: R::Rx<T>,
     mut tx: R::Tx<T>,
@@ -370,14 +370,19 @@ impl<R: Tasks> Chain<R> {
     }
 }
 
-/// `chain` and `chainbuf`: `CHAIN_TOKENS` tokens through `CHAIN_HOPS` links; ns per hop.
-async fn chain<R: Tasks>(cap: usize) -> Outcome {
-    let mut chain = Chain::<R>::new(CHAIN_HOPS, cap).await?;
+/// `chain`, `chainbuf` and `pingpong` (a chain of one link: the caller and an echo
+/// task): `tokens` tokens through `hops` links, passed `batch` at a time between the
+/// budget's checks; ns per hop (for ping-pong, per round trip).
+async fn chain<R: Tasks>(hops: usize, cap: usize, tokens: usize, batch: usize) -> Outcome {
+    let mut chain = Chain::<R>::new(hops, cap).await?;
+    let unit = if hops == 1 { "round trips" } else { "hops" };
     let t = Instant::now();
-    for k in 1..=CHAIN_TOKENS {
-        let over = chain.pass(1).await;
-        let hops = |tokens| tokens * CHAIN_HOPS;
-        let over = over.and_then(|()| check_budget::<R>(t, hops(k), hops(CHAIN_TOKENS), "hops", 1));
+    let mut done = 0;
+    while done < tokens {
+        let n = batch.min(tokens - done);
+        done += n;
+        let over = chain.pass(n as u64).await;
+        let over = over.and_then(|()| check_budget::<R>(t, done * hops, tokens * hops, unit, 1));
         if let Err(e) = over {
             chain.shutdown().await?;
             return Err(e);
@@ -385,71 +390,7 @@ async fn chain<R: Tasks>(cap: usize) -> Outcome {
     }
     let elapsed = t.elapsed();
     chain.shutdown().await?;
-    Ok(Measurement::value(per(elapsed, CHAIN_TOKENS * CHAIN_HOPS)))
-}
-
-/// Two tasks passing a number back and forth over two rendezvous channels: the echo
-/// (spawned here) and the caller.
-pub struct PingPong<R: Tasks> {
-    ping: R::Tx<u64>,
-    pong: R::Rx<u64>,
-    echo: R::Handle<()>,
-}
-
-impl<R: Tasks> PingPong<R> {
-    /// Starts the echo task: it sends back each number plus one.
-    pub fn new() -> Result<PingPong<R>, String> {
-        let (ping, ping_rx) = R::pipe::<u64>(0);
-        let (pong_tx, pong) = R::pipe::<u64>(0);
-        let echo = relay::<R, _>(ping_rx, pong_tx, None, |v| Some(v + 1))?;
-        Ok(PingPong { ping, pong, echo })
-    }
-
-    /// `n` round trips, each checked.
-    pub async fn round_trips(&mut self, n: u64) -> Result<(), String> {
-        for i in 0..n {
-            if !R::send(&mut self.ping, i).await {
-                return Err("pingpong: the echo is gone".into());
-            }
-            let back = R::recv(&mut self.pong)
-                .await
-                .ok_or("pingpong: the echo is gone")?;
-            if back != i + 1 {
-                return Err(format!("pingpong: sent {i}, got {back} back"));
-            }
-        }
-        Ok(())
-    }
-
-    /// Closes the ping channel and joins the echo.
-    pub async fn shutdown(self) -> Result<(), String> {
-        drop(self.ping);
-        R::join(self.echo)
-            .await
-            .map_err(|e| format!("pingpong: the echo: {e}"))
-    }
-}
-
-/// `pingpong`: `PINGPONG_ROUNDS` round trips, in batches of 1024; ns per round trip.
-async fn ping_pong<R: Tasks>() -> Outcome {
-    const BATCH: usize = 1024;
-    let mut pp = PingPong::<R>::new()?;
-    let t = Instant::now();
-    let mut done = 0;
-    while done < PINGPONG_ROUNDS {
-        let n = BATCH.min(PINGPONG_ROUNDS - done);
-        done += n;
-        let over = pp.round_trips(n as u64).await;
-        let over =
-            over.and_then(|()| check_budget::<R>(t, done, PINGPONG_ROUNDS, "round trips", 1));
-        if let Err(e) = over {
-            pp.shutdown().await?;
-            return Err(e);
-        }
-    }
-    let elapsed = t.elapsed();
-    pp.shutdown().await?;
-    Ok(Measurement::value(per(elapsed, PINGPONG_ROUNDS)))
+    Ok(Measurement::value(per(elapsed, tokens * hops)))
 }
 
 /// The sieve until it has found `SIEVE_PRIMES` primes: the time from the start of
