@@ -23,8 +23,7 @@ const HOUR: Duration = Duration::from_secs(3600);
 /// Bound of one sample, and of building the garbage timers: past it, a panic.
 const SAMPLE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Group, function, body for `n` operations. A function gets 10 samples whatever the
-/// command line (an `AfterFunc` operation takes milliseconds); no function, the config's.
+/// Group, function (with one: 10 samples, an `AfterFunc` op takes ms), body of `n` ops.
 type Bench = (&'static str, Option<&'static str>, fn(u64));
 
 const BENCHES: [Bench; 4] = [
@@ -34,9 +33,8 @@ const BENCHES: [Bench; 4] = [
     ("Sleep", None, sleep_1ns),
 ];
 
-/// Go's garbage timers: 1<<15 one-hour timers on each P's heap (a coroutine's timer goes on
-/// its P). Unlike Go: made once per benchmark, not per `b.N` run, by coroutines that wait
-/// for each other (spinning), so that each batch is on a distinct P for sure.
+/// Go's garbage timers: 1<<15 one-hour timers on each P's heap. Unlike Go: made once per
+/// benchmark, not per `b.N` run, by coroutines that all run at once (one per P).
 fn garbage_timers() -> Vec<Timer> {
     let procs = goro::maxprocs();
     let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
@@ -49,8 +47,7 @@ fn garbage_timers() -> Vec<Timer> {
     batches.into_iter().flatten().collect()
 }
 
-/// Go's `b.RunParallel`: the wall time of `body` on `maxprocs()` coroutines. Unlike Go
-/// (workers take batches from a shared counter), the `iters` are split evenly up front.
+/// Go's `b.RunParallel` on `maxprocs()` coroutines, but `iters` split evenly up front.
 fn run_parallel(what: &str, iters: u64, body: fn(u64)) -> Duration {
     run_bounded(SAMPLE_TIMEOUT, what, move || {
         let procs = goro::maxprocs() as u64;
@@ -97,8 +94,8 @@ fn timer_benches(c: &mut Criterion) {
     }
 }
 
-/// Go's `BenchmarkAfterFunc1000`: each link, on a new coroutine (as Go's `AfterFunc` starts
-/// a goroutine), arms the next; a one-shot [`WaitGroup`] marks the end (Go: a channel).
+/// Go's `BenchmarkAfterFunc1000`: each timer function (a new coroutine, as in Go) arms the
+/// next; a [`WaitGroup`] marks the end (Go: a channel).
 fn after_func_1000(n: u64) {
     /// Links left to arm, and the end of the chain.
     type Chain = Arc<(AtomicU32, WaitGroup)>;
@@ -119,8 +116,7 @@ fn after_func_1000(n: u64) {
     }
 }
 
-/// Go uses `NewTimer` (a channel timer, which goro's public API lacks);
-/// `after_func(1 s, no-op)` also allocates its function.
+/// Go uses `NewTimer` (a channel timer, which goro's API lacks); `after_func` allocates.
 fn stop(n: u64) {
     for _ in 0..n {
         let stopped = Timer::after_func(Duration::from_secs(1), || {}).stop();

@@ -1,17 +1,16 @@
-//! One hot-path operation in a loop, for counting instructions per operation:
+//! One hot-path operation in a loop, for counting instructions per operation
+//! (`bench/instructions.sh` runs it under callgrind at N and 2N and divides the
+//! difference by N, which cancels the start-up):
 //!
 //! ```text
 //! ops yield|spawnjoin|pingpong|chain|mutex|udp_thread|udp_coroutine|goro_udp|pipe_thread N
 //! ```
 //!
-//! runs N operations on one coroutine (`chain`: N values through 100 links, so one
-//! operation is 100 hops). The I/O modes are one one-byte send and receive each, for
-//! what the `hooks` feature adds to a call that never waits (build with and without
-//! it): `udp_thread` std's `UdpSocket` on the main thread, `udp_coroutine` the same on a
-//! coroutine, `goro_udp` goro's own on a coroutine (never hooked), `pipe_thread` libc's
-//! `write` and `read` on a pipe from the main thread. `bench/instructions.sh` runs it under callgrind at N and 2N
-//! and divides the difference by N, which cancels the start-up. `pingpong` and `chain`
-//! are the comparison's own types (`workloads::tasks`).
+//! N operations on one coroutine (`chain`: N values through 100 links of the
+//! comparison's `Chain`). The I/O modes, one one-byte send and receive each, show what
+//! the `hooks` feature adds to a call that never waits: std's `UdpSocket` on the main
+//! thread and on a coroutine, goro's own (never hooked), libc's `write` and `read` on a
+//! pipe from the main thread.
 
 use std::process::ExitCode;
 
@@ -40,17 +39,15 @@ fn run(mode: &str, n: u64) -> bool {
                 assert_eq!(goro::go!(move || i).join().expect("child"), i);
             }
         }),
-        "pingpong" => goro::go!(move || {
-            // Ping-pong is a chain of one link (the echo).
-            let mut pp = now(Chain::<Coroutines>::new(1, 0)).expect("the echo starts");
-            now(pp.pass(n)).expect("echo alive");
-            now(pp.shutdown()).expect("echo");
-        }),
-        "chain" => goro::go!(move || {
-            let mut chain = now(Chain::<Coroutines>::new(100, 0)).expect("the links start");
-            now(chain.pass(n)).expect("chain alive");
-            now(chain.shutdown()).expect("links");
-        }),
+        // Ping-pong is a chain of one link (the echo).
+        "pingpong" | "chain" => {
+            let hops = if mode == "chain" { 100 } else { 1 };
+            goro::go!(move || {
+                let mut chain = now(Chain::<Coroutines>::new(hops, 0)).expect("links start");
+                now(chain.pass(n)).expect("chain alive");
+                now(chain.shutdown()).expect("links");
+            })
+        }
         "mutex" => goro::go!(move || {
             let m = goro::sync::Mutex::new(0u64);
             (0..n).for_each(|_| *m.lock() += 1);
