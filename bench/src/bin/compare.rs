@@ -13,12 +13,9 @@ use goro_bench::harness::report::{self, fmt_num, Got, Results, RowResult, Run};
 use goro_bench::harness::{go, procfs};
 use goro_bench::workloads::{self, Suite, Workload, README_ROWS};
 
+/// goro next to may, tokio, plain threads and Go
 #[derive(Parser)]
-#[command(
-    name = "compare",
-    about = "goro next to may, tokio, plain threads and Go"
-)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(name = "compare", args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     cmd: Option<Cmd>,
@@ -208,10 +205,8 @@ fn measure(a: &RunArgs) -> Result<i32, String> {
         for &procs in w.procs {
             let t = Instant::now();
             rows.extend(measure_rows(&launcher, w, procs, &cs, rounds));
-            workload_secs.push((
-                format!("{} ({procs} P)", w.name()),
-                t.elapsed().as_secs_f64(),
-            ));
+            let label = format!("{} ({procs} P)", w.name());
+            workload_secs.push((label, t.elapsed().as_secs_f64()));
         }
     }
     let _ = std::fs::remove_dir_all(&tmp);

@@ -1,38 +1,22 @@
 //! The may contender: the comparison's workloads ([`tasks`]) on may 0.3's stackful
-//! coroutines (`may::config().set_workers(common::procs())`), with may's own primitives.
+//! coroutines (`set_workers(procs)`, may's default 32 KiB stacks), each workload's body in a
+//! coroutine of its own, with `may::sync::Mutex`, `may::coroutine::{yield_now, sleep}` and,
+//! for echo, `may::net` (a coroutine per connection). may's channels are all unbounded:
+//! plain `mpsc` where one never holds more than one value ([`Blocking::pipe`]: chain,
+//! chainbuf, pingpong, spawn_park), and the sieve's add a one-credit `Semphore` (`Tx`) so
+//! that its generator cannot run away (~13 million hand-offs, ~20 s on 2 cores).
 //!
-//! - tasks are coroutines with may's default stack (`0x1000` words: 32 KiB on 64-bit,
-//!   enough for every task here: none keeps a large buffer or recurses). The body of
-//!   every workload runs in a coroutine of its own (as Go's main goroutine is a
-//!   goroutine); the calling thread only joins it.
-//! - channels: may 0.3 has no bounded or rendezvous channel (`may::sync::{mpsc, mpmc,
-//!   spsc}` are unbounded). Where a workload never has more than one value in a channel
-//!   ([`Blocking::pipe`]: chain, chainbuf, pingpong, spawn_park) a bound would never make a
-//!   sender wait, so they use `may::sync::mpsc` as it is (and `chain` and `chainbuf` are
-//!   the same program). The sieve's generator would run away on an unbounded channel,
-//!   so its channels are `mpsc` plus a `may::sync::Semphore` of one credit (`Tx`):
-//!   ~13 million hand-offs, each parking and waking a coroutine twice, about 20 s on a
-//!   2-core machine, inside `compare`'s default 60 s worker timeout.
-//! - the mutex is `may::sync::Mutex` (a coroutine waiting for it is parked, not its
-//!   thread); yield is `may::coroutine::yield_now`, sleep `may::coroutine::sleep`.
-//! - echo: `may::net`, one coroutine per connection (read, then `write_all`).
-//!
-//! What may cannot do here: every coroutine stack is its own `mmap` plus a `PROT_NONE`
-//! guard page (generator's `Stack::new`), two of the `vm.max_map_count` (65 530 by
-//! default) kernel mappings a process may have, so about 32 700 coroutines can be
-//! alive at once. Past that may panics inside `spawn` ("failed to alloc sys stack";
-//! with `RUST_BACKTRACE=1` the backtrace then fails to allocate and the process
-//! deadlocks), so `spawn_join` (100 000 spawned before the first join) and
-//! `spawn_park` (up to 1 000 000 parked) are refused up front, with the numbers, when
-//! the limit cannot hold them ([`Blocking::room`]).
+//! Its limit: every coroutine stack is an `mmap` plus a guard page, two of the
+//! `vm.max_map_count` mappings (65 530 by default: ~32 700 coroutines). Past it may panics in
+//! `spawn` (with `RUST_BACKTRACE=1` it deadlocks), so `spawn_join` (100 000 before the first
+//! join) and `spawn_park` (up to 1 000 000) are refused up front ([`Blocking::room`]).
 
-use std::io::{ErrorKind, Read, Write};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use may::coroutine::JoinHandle;
-use may::net::{TcpListener, TcpStream};
+use may::net::TcpListener;
 use may::sync::{mpsc, Semphore};
 
 use super::Contender;
@@ -45,16 +29,14 @@ fn configure() {
     may::config().set_workers(common::procs());
 }
 
-/// Spawns a coroutine with may's default stack, turning may's panic on a failed stack
-/// allocation into an error.
+/// Spawns a coroutine with may's default stack; may's panic on a failed stack allocation
+/// becomes an error.
 ///
 /// # Safety
 ///
-/// `may::coroutine::Builder::spawn`'s contract: `f` must not use a thread-local value
-/// across a point where it may block or yield (the coroutine can resume on another
-/// worker thread, leaving the reference pointing at the first thread's copy), and it
-/// must fit in may's default coroutine stack (32 KiB on 64-bit; overflowing it hits the
-/// guard page and kills the process).
+/// `may::coroutine::Builder::spawn`'s contract: `f` must not hold a thread-local across a
+/// point where it may block or yield (it can resume on another worker thread), and must fit
+/// in 32 KiB of stack (overflowing it hits the guard page and kills the process).
 unsafe fn go<F, T>(f: F) -> Result<JoinHandle<T>, String>
 where
     F: FnOnce() -> T + Send + 'static,
@@ -102,21 +84,15 @@ impl Contender for May {
         configure();
         let listener = TcpListener::bind(addr)?;
         super::listening(listener.local_addr()?)?;
-        loop {
-            match listener.accept() {
-                Ok((conn, _)) => {
-                    // SAFETY: socket I/O on a heap buffer only; a small frame.
-                    if let Err(e) = unsafe { go(move || echo(conn)) } {
-                        eprintln!("may echo: {e}");
-                    }
-                }
-                Err(e) => {
-                    // EMFILE and the like: back off instead of spinning.
-                    eprintln!("may echo: accept failed: {e}");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
-        }
+        common::echo::accept_loop(
+            "compare serve may",
+            || listener.accept(),
+            |c| c.set_nodelay(true),
+            // SAFETY: an echo task does socket I/O on a heap buffer only: no thread-locals,
+            // a small frame.
+            |task| unsafe { go(task) }.map(drop),
+            std::thread::sleep,
+        )
     }
 }
 
@@ -222,25 +198,5 @@ impl Blocking for MayTasks {
             ));
         }
         Ok(())
-    }
-}
-
-/// Echoes one connection until EOF or an error.
-fn echo(mut conn: TcpStream) {
-    if conn.set_nodelay(true).is_err() {
-        return;
-    }
-    let mut buf = vec![0u8; 16 * 1024]; // on the heap, not the coroutine's stack
-    loop {
-        match conn.read(&mut buf) {
-            Ok(0) => return,
-            Ok(n) => {
-                if conn.write_all(&buf[..n]).is_err() {
-                    return;
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return,
-        }
     }
 }

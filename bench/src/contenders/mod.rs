@@ -1,8 +1,6 @@
-//! The contenders: goro, may, tokio, plain threads and Go, plus the peers of the
-//! `sync` suite (goro without its back-off, parking_lot's mutex), and two echo server
-//! programs: `example` (`examples/echo_server`) and `base`, another build's
-//! (`compare --baseline PATH`).
-//! What each measures and checks is the contract of [`crate::workloads`].
+//! The contenders of [`crate::workloads`]' contract: goro, may, tokio, plain threads, Go,
+//! the `sync` suite's peers (goro without its back-off, parking_lot), and two echo server
+//! programs: `example` (`examples/echo_server`) and `base` (`compare --baseline PATH`).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -68,10 +66,10 @@ pub fn worker(c: &dyn Contender, w: &Workload) -> i32 {
     if cfg!(debug_assertions) {
         eprintln!("compare: WARNING: a debug build; the figures mean little");
     }
-    let m = if w.suite == Suite::Echo {
+    let mut m = if w.suite == Suite::Echo {
         Measurement::skip("echo is measured against `compare serve`")
     } else if !c.supports(w) {
-        unsupported(c, w)
+        Measurement::skip(format!("no {} implementation of {}", c.name(), w.name()))
     } else {
         match c.run(w) {
             Ok(m) if m.value.is_some_and(f64::is_finite) => m,
@@ -80,14 +78,9 @@ pub fn worker(c: &dyn Contender, w: &Workload) -> i32 {
             Err(why) => Measurement::skip(why),
         }
     };
-    let m = Measurement {
-        note: m.note.or_else(|| c.note(w).map(String::from)),
-        ..m
-    };
-    println!(
-        "{}",
-        serde_json::to_string(&m).expect("a measurement serialises")
-    );
+    m.note = m.note.or_else(|| c.note(w).map(String::from));
+    let json = serde_json::to_string(&m).expect("a measurement serialises");
+    println!("{json}");
     0
 }
 
@@ -109,7 +102,7 @@ impl Contender for Goro {
         {
             return m;
         }
-        crate::harness::in_coroutine(move || {
+        crate::harness::run_bounded(std::time::Duration::MAX, name, move || {
             workloads::tasks::now(workloads::tasks::run::<Coroutines>(name))
                 .or_else(|| workloads::chan::run(name).map(Ok))
         })
@@ -161,13 +154,9 @@ impl Go {
     /// maximum) lateness in µs, the others' averages as companions named after them
     /// (`StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1` is `.../300us/1`).
     fn time_bench(name: &str) -> Outcome {
+        let bench = format!("^Benchmark{name}$");
         let out = Command::new(Go::binary(GO_TIME_TESTS)?)
-            .args([
-                "-test.run",
-                "^$",
-                "-test.bench",
-                &format!("^Benchmark{name}$"),
-            ])
+            .args(["-test.run", "^$", "-test.bench", &bench])
             .args(["-test.benchtime", "100x", "-test.cpu"])
             .arg(workloads::procs().to_string())
             .output()
@@ -175,23 +164,18 @@ impl Go {
         let text = String::from_utf8_lossy(&out.stdout);
         let mut m: Option<Measurement> = None;
         for line in crate::harness::go::parse_bench_output(&text) {
-            let metric = |u: &str| {
-                line.metrics
-                    .iter()
-                    .find(|(k, _)| k == u)
-                    .map(|&(_, v)| v / 1e3)
-            };
+            let metric = |unit: &str| Some(line.metrics.get(unit)? / 1e3);
             let (Some(avg), Some(max)) = (metric("avg-late-ns"), metric("max-late-ns")) else {
                 continue;
             };
             m = Some(match m {
                 None => Measurement::value(avg).with(&format!("{name}/max"), max),
                 Some(m) => {
-                    let row = line
-                        .name
-                        .replace("work-dur=", "")
-                        .replace("tickers-per-P=", "");
-                    m.with(&row.replace('µ', "u"), avg)
+                    let mut row = line.name.replace('µ', "u");
+                    for prefix in ["work-dur=", "tickers-per-P="] {
+                        row = row.replace(prefix, "");
+                    }
+                    m.with(&row, avg)
                 }
             });
         }
@@ -225,10 +209,9 @@ impl Contender for Go {
     }
 }
 
-/// An echo server program (echo only), run as `PATH --addr ADDR`: `base`, another
-/// build's (`compare --baseline PATH`, handed over in `GORO_BENCH_BASELINE`), for
-/// before/after runs of a change; `example`, goro's `examples/echo_server` of this
-/// build (`cargo build --release --example echo_server`, next to this binary).
+/// An echo server program, run as `PATH --addr ADDR`: `base`, another build's (`--baseline`,
+/// handed over in `GORO_BENCH_BASELINE`) for before/after runs, or `example`, this build's
+/// `examples/echo_server` (`cargo build --release --example echo_server`).
 pub struct Server(&'static str);
 
 pub const BASELINE: &str = "GORO_BENCH_BASELINE";
@@ -270,9 +253,4 @@ pub fn in_comparison(w: &Workload) -> bool {
     ) || workloads::mutex_tasks(w.name()).is_some()
         || workloads::park_tasks(w.name()).is_some()
         || w.suite == Suite::Echo
-}
-
-/// The skip of a contender without an implementation of `w`: said here only.
-pub fn unsupported(c: &dyn Contender, w: &Workload) -> Measurement {
-    Measurement::skip(format!("no {} implementation of {}", c.name(), w.name()))
 }

@@ -1,19 +1,14 @@
-//! The plain-threads contender: the comparison's workloads ([`tasks`]) on OS threads.
+//! The plain-threads contender: the comparison's workloads ([`tasks`]) on OS threads (64 KiB
+//! stacks) with `std::sync::mpsc::sync_channel`, `std::sync::Mutex`, `thread::sleep` and
+//! `thread::yield_now` (`sched_yield`); echo: a thread per connection on std's sockets.
+//! `GORO_MAXPROCS` only sets how many yielders and load threads `yield` and `sleep_lateness`
+//! start.
 //!
-//! One `std::thread` (64 KiB of stack) per task, `std::sync::mpsc::sync_channel(0)` for
-//! the rendezvous channels (`sync_channel(1)` for capacity 1), `std::sync::Mutex`,
-//! `std::thread::sleep`, `std::thread::yield_now` (`sched_yield`), and an echo server
-//! with one thread per connection on std's blocking sockets. The measured part runs on
-//! the main thread. Threads have no parallelism knob: `GORO_MAXPROCS` only sets how
-//! many yielders and load threads the `yield` and `sleep_lateness` workloads start.
-//!
-//! Workloads that keep many threads alive at once (`chain`: 10 000, `sieve`: 5 000,
-//! `spawn_park`: up to 1 000 000, `spawn_join`: 100 000 unjoined) first check the
-//! system's limits ([`Blocking::room`]: PIDs, threads, `RLIMIT_NPROC`, `vm.max_map_count`)
-//! and skip, saying which limit, rather than starve the machine of PIDs or abort (std
-//! aborts the process when a new thread cannot map its signal stack). The long
-//! hand-off workloads stop and skip past a budget of measured time
-//! ([`Blocking::BUDGET`]), the reason giving the rate reached.
+//! Workloads that keep many threads alive (`chain`: 10 000, `sieve`: 5 000, `spawn_park`: up
+//! to 1 000 000, `spawn_join`: 100 000 unjoined) first check PIDs, threads, `RLIMIT_NPROC`
+//! and `vm.max_map_count` ([`Blocking::room`]) and skip, naming the limit, rather than starve
+//! the machine of PIDs or abort (std aborts when a thread cannot map its signal stack). The
+//! long hand-off workloads skip past [`Blocking::BUDGET`] of measured time, with the rate.
 
 use std::io;
 use std::net::TcpListener;
@@ -58,7 +53,15 @@ impl super::Contender for Threads {
             .unwrap_or_else(|| Err(format!("no threads workload {}", w.name())))
     }
     fn serve(&self, addr: std::net::SocketAddr) -> io::Result<()> {
-        serve(addr)
+        let listener = TcpListener::bind(addr)?;
+        super::listening(listener.local_addr()?)?;
+        common::echo::accept_loop(
+            "compare serve threads",
+            || listener.accept(),
+            |c| c.set_nodelay(true),
+            |task| thread::Builder::new().spawn(task).map(drop),
+            thread::sleep,
+        )
     }
 }
 
@@ -76,7 +79,12 @@ impl Blocking for Threads {
         thread::Builder::new()
             .stack_size(STACK)
             .spawn(f)
-            .map_err(|e| format!("the OS refused a thread: {e}{}", map_hint()))
+            .map_err(|e| {
+                let maps = procfs::map_counts().map_or(String::new(), |(n, max)| {
+                    format!("; {n} of vm.max_map_count = {max} mappings in use")
+                });
+                format!("the OS refused a thread: {e}{maps}")
+            })
     }
     fn join<T: Send + 'static>(h: JoinHandle<T>) -> Result<T, String> {
         h.join()
@@ -100,114 +108,59 @@ impl Blocking for Threads {
     fn room(n: usize, alive: Alive) -> Result<(), String> {
         match alive {
             Alive::Running => thread_budget(n),
-            Alive::Unjoined => map_budget(n + HEADROOM, MAPS_PER_UNJOINED_THREAD)
+            Alive::Unjoined => map_budget(n + HEADROOM, UNJOINED)
                 .map_err(|why| format!("{n} threads not yet joined do not fit: {why}")),
         }
     }
 }
 
-/// Mappings of a running thread: its stack and guard page, and the signal stack and
-/// guard page std gives every thread it starts.
-const MAPS_PER_LIVE_THREAD: usize = 4;
-/// Mappings of a thread that has exited but is not joined yet: its stack and guard.
-const MAPS_PER_UNJOINED_THREAD: usize = 2;
+/// A thread's memory mappings: how many, and which.
+type Maps = (usize, &'static str);
+/// A running thread's: std gives every thread it starts a signal stack.
+const RUNNING: Maps = (4, "stack and guard page, signal stack and guard page");
+/// A thread that has exited but is not joined yet.
+const UNJOINED: Maps = (2, "its stack and guard page, kept until it is joined");
 
 /// Whether `n` threads of `per` mappings each fit under `vm.max_map_count` with this
 /// process's current mappings.
-fn map_budget(n: usize, per: usize) -> Result<(), String> {
-    let Some((maps, max_maps)) = procfs::map_counts() else {
-        return Ok(());
-    };
-    if maps + per * n > max_maps {
-        return Err(format!(
-            "vm.max_map_count is {max_maps} ({maps} in use) and each thread takes {per} \
-             mappings ({})",
-            if per == MAPS_PER_UNJOINED_THREAD {
-                "its stack and guard page, kept until it is joined"
-            } else {
-                "stack and guard page, signal stack and guard page"
-            }
-        ));
+fn map_budget(n: usize, (per, which): Maps) -> Result<(), String> {
+    match procfs::map_counts() {
+        Some((maps, max)) if maps + per * n > max => Err(format!(
+            "vm.max_map_count is {max} ({maps} in use) and each thread takes {per} mappings \
+             ({which})"
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether `n` more threads, alive at once, fit in the system's limits with
-/// [`HEADROOM`] to spare; if not, which limit says no.
+/// [`HEADROOM`] to spare; if not, which limits say no.
 fn thread_budget(n: usize) -> Result<(), String> {
     let need = n + HEADROOM;
     // Tasks (threads) that exist now: the denominator of /proc/loadavg's 4th field.
-    let tasks = std::fs::read_to_string("/proc/loadavg")
+    let tasks: usize = std::fs::read_to_string("/proc/loadavg")
         .ok()
-        .and_then(|s| {
-            let f = s.split_whitespace().nth(3)?.to_string();
-            f.split_once('/')?.1.parse::<usize>().ok()
-        })
+        .and_then(|s| s.split_whitespace().nth(3)?.split_once('/')?.1.parse().ok())
         .unwrap_or(0);
-    let mut refusals = Vec::new();
-    if let Some(pid_max) = procfs::number("/proc/sys/kernel/pid_max") {
-        if tasks + need > pid_max {
-            refusals.push(format!(
-                "kernel.pid_max is {pid_max} with {tasks} tasks running"
-            ));
-        }
-    }
-    if let Some(max) = procfs::number("/proc/sys/kernel/threads-max") {
-        if tasks + need > max {
-            refusals.push(format!(
-                "kernel.threads-max is {max} with {tasks} tasks running"
-            ));
-        }
-    }
-    if let Ok((soft, _)) = getrlimit(Resource::RLIMIT_NPROC) {
-        if soft != RLIM_INFINITY && (need as u64).saturating_add(tasks as u64) > soft {
-            refusals.push(format!(
-                "RLIMIT_NPROC is {soft} with up to {tasks} tasks counted against it"
-            ));
-        }
-    }
-    if let Err(why) = map_budget(need, MAPS_PER_LIVE_THREAD) {
-        refusals.push(why);
-    }
-    if refusals.is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{n} threads alive at once do not fit: {}",
-            refusals.join("; ")
-        ))
-    }
-}
-
-/// This process's mappings against `vm.max_map_count` (every thread stack not yet
-/// joined takes two: the stack and its guard page), as `"; N of M mappings in use"`.
-fn map_hint() -> String {
-    match procfs::map_counts() {
-        Some((n, max)) => format!("; {n} of vm.max_map_count = {max} mappings in use"),
-        None => String::new(),
-    }
-}
-
-/// The echo server: binds `addr`, prints `LISTENING <addr>`, then one thread per
-/// connection on blocking sockets, until the process exits.
-fn serve(addr: std::net::SocketAddr) -> io::Result<()> {
-    let listener = TcpListener::bind(addr)?;
-    super::listening(listener.local_addr()?)?;
-    loop {
-        match listener.accept() {
-            Ok((conn, _)) => {
-                if let Err(e) = thread::Builder::new().spawn(move || {
-                    if conn.set_nodelay(true).is_ok() {
-                        common::echo::echo(&conn);
-                    }
-                }) {
-                    eprintln!("compare serve threads: spawn: {e}");
-                }
-            }
-            Err(e) => {
-                eprintln!("compare serve threads: accept: {e}");
-                thread::sleep(Duration::from_millis(10));
-            }
-        }
+    let kernel = |name| procfs::number(&format!("/proc/sys/kernel/{name}")).map(|v| v as u64);
+    let nproc = match getrlimit(Resource::RLIMIT_NPROC) {
+        Ok((soft, _)) if soft != RLIM_INFINITY => Some(soft),
+        _ => None,
+    };
+    let limits = [
+        ("kernel.pid_max", kernel("pid_max"), "running"),
+        ("kernel.threads-max", kernel("threads-max"), "running"),
+        ("RLIMIT_NPROC", nproc, "at most counted against it"),
+    ];
+    let mut refusals: Vec<String> = (limits.into_iter())
+        .filter_map(|(limit, max, how)| {
+            let max = max.filter(|&max| (tasks + need) as u64 > max)?;
+            Some(format!("{limit} is {max} with {tasks} tasks {how}"))
+        })
+        .collect();
+    refusals.extend(map_budget(need, RUNNING).err());
+    match refusals.join("; ") {
+        none if none.is_empty() => Ok(()),
+        why => Err(format!("{n} threads alive at once do not fit: {why}")),
     }
 }

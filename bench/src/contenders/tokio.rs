@@ -1,20 +1,10 @@
 //! The tokio contender: the comparison's workloads ([`tasks`]) on tokio's multi-thread
-//! runtime (`worker_threads` = [`common::procs`]), with tokio's own primitives.
-//!
-//! - tasks are `tokio::spawn`ed futures. The body of every workload runs in a task of
-//!   its own (as Go's main goroutine is a goroutine), not on the thread blocked in
-//!   `Runtime::block_on`, so the driver is scheduled like the tasks it talks to.
-//! - channels: tokio has no rendezvous (capacity-0) channel, so chain, chainbuf, sieve
-//!   and pingpong use `tokio::sync::mpsc::channel(1)`, its smallest bound (chain and
-//!   chainbuf are the same program here); spawn-and-park parks each task on a
-//!   `tokio::sync::oneshot` receiver ([`Tasks::once`]).
-//! - the mutex is `tokio::sync::Mutex` (the async mutex: the peer of a coroutine mutex,
-//!   a task waiting for it is parked, not its thread).
-//! - yield: `tokio::task::yield_now`; sleep: `tokio::time::sleep`, whose timer wheel
-//!   has a 1 ms resolution (a deadline is rounded up to the next millisecond tick):
-//!   sleep lateness measures that as it is.
-//! - echo: `tokio::net`, one task per connection (read, then `write_all`), as in the
-//!   other contenders' servers.
+//! runtime (`worker_threads` = [`common::procs`]), each workload's body in a task of its own,
+//! with `tokio::sync::Mutex` (a waiting task is parked, not its thread), `task::yield_now`,
+//! `time::sleep` (its wheel rounds a deadline up to the next 1 ms tick: sleep lateness
+//! measures that) and, for echo, `tokio::net` (a task per connection). Channels: no
+//! rendezvous one, so `mpsc::channel(1)` (chain and chainbuf are then one program), and a
+//! `oneshot` per parked task for spawn-and-park ([`Tasks::once`]).
 
 use std::future::Future;
 use std::time::Duration;
@@ -59,7 +49,20 @@ impl Contender for Tokio {
         outcome
     }
     fn serve(&self, addr: std::net::SocketAddr) -> std::io::Result<()> {
-        serve(addr)
+        runtime()?.block_on(async {
+            let listener = TcpListener::bind(addr).await?;
+            super::listening(listener.local_addr()?)?;
+            loop {
+                match listener.accept().await {
+                    Ok((conn, _)) => drop(tokio::spawn(echo(conn))),
+                    Err(e) => {
+                        // EMFILE and the like: back off instead of spinning.
+                        eprintln!("compare serve tokio: accept: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        })
     }
 }
 
@@ -130,8 +133,7 @@ impl Tasks for Tokio {
     }
 }
 
-/// Echoes one connection (TCP_NODELAY, a 16 KiB buffer) until EOF or an error (errors
-/// end it silently: the load generator reports what went wrong on its side).
+/// Echoes one connection (TCP_NODELAY, a 16 KiB buffer) until EOF or an error.
 async fn echo(mut conn: TcpStream) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     if conn.set_nodelay(true).is_err() {
@@ -143,23 +145,4 @@ async fn echo(mut conn: TcpStream) {
             return;
         }
     }
-}
-
-/// The echo server: binds `addr`, prints `LISTENING <addr>`, echoes (one task per
-/// connection) until the process exits.
-fn serve(addr: std::net::SocketAddr) -> std::io::Result<()> {
-    runtime()?.block_on(async {
-        let listener = TcpListener::bind(addr).await?;
-        super::listening(listener.local_addr()?)?;
-        loop {
-            match listener.accept().await {
-                Ok((conn, _)) => drop(tokio::spawn(echo(conn))),
-                Err(e) => {
-                    // EMFILE and the like: back off instead of spinning.
-                    eprintln!("tokio echo: accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            }
-        }
-    })
 }

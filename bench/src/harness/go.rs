@@ -1,6 +1,7 @@
 //! The Go side, built once per `compare` run: `bench/go/` (standard library only) and for
 //! the `time` suite Go's own `time` benchmarks; without `go` the Go column says why.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -50,21 +51,12 @@ pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
     std::fs::create_dir_all(tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("go");
     let bin = tmp.join("goro-bench-go");
-    go(
-        &src,
-        &["build", "-o", &bin.to_string_lossy(), "."],
-        "go build",
-    )?;
+    let out = bin.to_string_lossy();
+    go(&src, &["build", "-o", &out, "."], "go build")?;
     let time_tests = time_tests.then(|| tmp.join("go-time.test"));
     if let Some(out) = &time_tests {
-        let args = [
-            "test",
-            "-c",
-            "-tags=timetzdata",
-            "-o",
-            &out.to_string_lossy(),
-            "time",
-        ];
+        let out = out.to_string_lossy();
+        let args = ["test", "-c", "-tags=timetzdata", "-o", &out, "time"];
         go(tmp, &args, "go test -c time")?;
     }
     Ok(GoBuild {
@@ -78,7 +70,7 @@ pub fn build(tmp: &Path, time_tests: bool) -> Result<GoBuild, String> {
 #[derive(Debug, PartialEq)]
 pub struct BenchLine {
     pub name: String,
-    pub metrics: Vec<(String, f64)>,
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// Parses `BenchmarkName[-P]  N  v1 unit1  v2 unit2 ...` lines, leaving out skipped ones (N = 0).
@@ -119,7 +111,7 @@ PASS
         let r = parse_bench_output(out);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].name, "ParallelTimerLatency");
-        assert_eq!(r[0].metrics[1], ("max-late-ns".to_string(), 3786028.0));
+        assert_eq!(r[0].metrics["max-late-ns"], 3786028.0);
         assert_eq!(
             r[1].name,
             "StaggeredTickerLatency/work-dur=300µs/tickers-per-P=1"

@@ -34,15 +34,6 @@ where
     v.expect("the coroutine sent its result before it ended")
 }
 
-/// [`run_bounded`] without a bound.
-pub fn in_coroutine<T, F>(f: F) -> T
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    run_bounded(Duration::MAX, "benchmark", f)
-}
-
 /// Benchmarks `f` as `name` in `g`: each sample times `f(iters)` on a fresh coroutine.
 pub fn bench_on_coroutine(
     g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
@@ -51,7 +42,7 @@ pub fn bench_on_coroutine(
 ) {
     g.bench_function(name, |b| {
         b.iter_custom(|iters| {
-            in_coroutine(move || {
+            run_bounded(Duration::MAX, name, move || {
                 let start = Instant::now();
                 f(iters);
                 start.elapsed()
@@ -145,6 +136,5 @@ mod tests {
     fn bounded_waits() {
         assert!(!wait_until(Duration::from_millis(20), || false));
         assert_eq!(run_bounded(Duration::from_secs(10), "sum", || 2 + 2), 4);
-        assert_eq!(in_coroutine(|| 7), 7);
     }
 }

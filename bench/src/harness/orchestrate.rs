@@ -1,8 +1,9 @@
 //! The children of a `compare` run, every wait bounded: `compare worker` (Go's replaces
 //! itself with the Go program), `compare serve` and the echo load generator.
 
+use std::ffi::OsStr;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -73,26 +74,25 @@ struct LoadLine {
 
 impl Launcher {
     fn command(&self, args: &[&str], procs: usize) -> Command {
+        let go = self.go.as_ref();
+        let time_tests = go.ok().and_then(|g| g.time_tests.as_deref());
+        // What the workers read: the Go binaries (or why there are none), the baseline.
+        let handed = [
+            (contenders::GO_BIN, go.ok().map(|g| g.bin.as_os_str())),
+            (contenders::GO_TIME_TESTS, time_tests.map(Path::as_os_str)),
+            (contenders::NO_GO, go.err().map(OsStr::new)),
+            (
+                contenders::BASELINE,
+                self.settings.baseline.as_deref().map(Path::as_os_str),
+            ),
+        ];
         let mut cmd = Command::new(&self.me);
         cmd.args(args)
             .env("GORO_MAXPROCS", procs.to_string())
             .env("GOMAXPROCS", procs.to_string())
             .env("GORO_BENCH_TARGET_MS", self.settings.target_ms.to_string())
-            .env("GORO_BENCH_BURSTS", self.settings.bursts.to_string());
-        match &self.go {
-            Ok(g) => {
-                cmd.env(contenders::GO_BIN, &g.bin);
-                if let Some(t) = &g.time_tests {
-                    cmd.env(contenders::GO_TIME_TESTS, t);
-                }
-            }
-            Err(why) => {
-                cmd.env(contenders::NO_GO, why);
-            }
-        }
-        if let Some(b) = &self.settings.baseline {
-            cmd.env(contenders::BASELINE, b);
-        }
+            .env("GORO_BENCH_BURSTS", self.settings.bursts.to_string())
+            .envs(handed.into_iter().filter_map(|(var, v)| Some((var, v?))));
         cmd
     }
 
@@ -127,23 +127,17 @@ impl Launcher {
         let load = self.load(srv.addr, conns, procs);
         let cpu = sampler.join().ok().flatten();
         if let Ok(Some(status)) = srv.child.try_wait() {
-            return Err(format!(
-                "the server exited during the load ({status}){}",
-                srv.log()
-            ));
+            let log = srv.log();
+            return Err(format!("the server exited during the load ({status}){log}"));
         }
         srv.stop()?;
         let v = load?;
         // The companion rows: p99 latency, fairness, and CPU µs per round trip.
-        let cpu = cpu
-            .unwrap_or([f64::NAN; 3])
-            .map(|t| t * 1e6 / (v.rps * secs));
+        let cpu = cpu.map_or([f64::NAN; 3], |c| c.map(|t| t * 1e6 / (v.rps * secs)));
         let figures = [v.p99_us, v.busiest_over_mean].into_iter().chain(cpu);
+        let rows = ["p99", "fairness", "user", "sys", "machine"];
         let mut m = Measurement::value(v.rps);
-        for (k, x) in ["p99", "fairness", "user", "sys", "machine"]
-            .iter()
-            .zip(figures)
-        {
+        for (k, x) in rows.iter().zip(figures) {
             if x.is_finite() {
                 m = m.with(&format!("{}/{k}", w.name()), x);
             }

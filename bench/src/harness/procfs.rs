@@ -25,11 +25,10 @@ pub fn rss_bytes() -> u64 {
 
 /// A positive `sysconf` value, or `default`.
 fn conf(var: SysconfVar, default: u64) -> u64 {
-    let v = sysconf(var)
-        .ok()
-        .flatten()
-        .and_then(|v| u64::try_from(v).ok());
-    v.filter(|&v| v > 0).unwrap_or(default)
+    match sysconf(var) {
+        Ok(Some(v)) if v > 0 => v as u64,
+        _ => default,
+    }
 }
 
 /// This process's memory mappings (`/proc/self/maps` lines) and their limit, `vm.max_map_count`.

@@ -175,21 +175,7 @@ pub struct Results {
 impl Results {
     /// The markdown tables, one per suite, each under the command line.
     pub fn markdown(&self) -> String {
-        let Machine {
-            nproc,
-            kernel,
-            cpu,
-            date,
-            load_average_start,
-        } = &self.machine;
-        let Results {
-            go,
-            rounds,
-            total_secs,
-            command,
-            load_average_end,
-            ..
-        } = self;
+        let m = &self.machine;
         let mut out = format!(
             "Command ({date}, {nproc} CPUs, {cpu}, Linux {kernel}, {go}; load average \
              {load_average_start} at the start, {load_average_end} at the end; \
@@ -197,7 +183,17 @@ impl Results {
              cell, every run a fresh process, the contenders' order rotated every round. In \
              parentheses: the ratio to goro's median, > 1 when goro is ahead (contender / \
              goro for the lower-is-better figures, goro / contender for req/s and \
-             wake-ups/s). -: not measured by that contender.\n"
+             wake-ups/s). -: not measured by that contender.\n",
+            date = m.date,
+            nproc = m.nproc,
+            cpu = m.cpu,
+            kernel = m.kernel,
+            go = self.go,
+            load_average_start = m.load_average_start,
+            load_average_end = self.load_average_end,
+            total_secs = self.total_secs,
+            command = self.command,
+            rounds = self.rounds,
         );
         for rows in self.rows.chunk_by(|a, b| a.suite == b.suite) {
             // The contenders with a run on any of the suite's rows.
@@ -234,11 +230,8 @@ impl Results {
                 medians.push(line);
                 spreads.push(spread);
             }
-            let _ = writeln!(
-                out,
-                "\n### {}\n",
-                format!("{:?}", rows[0].suite).to_lowercase()
-            );
+            let suite = format!("{:?}", rows[0].suite).to_lowercase();
+            let _ = writeln!(out, "\n### {suite}\n");
             let head = ["workload", "unit", "Ps"].into_iter().chain(names.clone());
             table(&mut out, head.collect(), medians);
             if !notes.is_empty() {
@@ -247,7 +240,7 @@ impl Results {
             for (i, t) in notes.iter().enumerate() {
                 let _ = writeln!(out, "{}. {t}", i + 1);
             }
-            if *rounds > 1 {
+            if self.rounds > 1 {
                 let _ = writeln!(out, "\nSpread (min-max of the rounds):\n");
                 table(
                     &mut out,

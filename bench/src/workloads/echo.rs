@@ -1,16 +1,14 @@
-//! The echo workloads: goro's echo server ([`serve`]) and the closed-loop load generator
-//! (`compare load`) that measures every contender's server. Each of `--conns` connections
-//! sends a `--size`-byte message carrying its sequence number, reads exactly that many
-//! bytes back, checks them and sends the next, for `--warmup` seconds (not counted), then
-//! `--secs` seconds; only round trips that start after the warm-up and end before the
-//! deadline count. It prints requests/s, the p50, p99 and max round trip (nearest rank) and
-//! the fairness: round trips per connection (mean, busiest, fewest, busiest / mean); with
-//! `--json` also the [`Report`].
+//! The echo workloads: the servers' accept loop, goro's server ([`serve`]) and the
+//! closed-loop load generator (`compare load`) that measures every contender's server. Each
+//! of `--conns` connections sends a `--size`-byte message carrying its sequence number, reads
+//! it back, checks it and sends the next; the round trips that start after `--warmup` seconds
+//! and end within the `--secs` after count. It prints requests/s, the p50, p99 and max round
+//! trip (nearest rank) and round trips per connection (mean, busiest, fewest, busiest / mean).
 //!
-//! The clients are goro coroutines, in a child process that shares no runtime with the
-//! server: with plain threads on a 2-core machine the kernel lets a few run many round
-//! trips back to back while the others wait for a CPU, which measures its scheduler.
+//! The clients are goro coroutines in a process of their own: plain threads on 2 cores would
+//! measure the kernel's scheduler, which lets a few run back to back while the others wait.
 
+use std::fmt::Display;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -280,10 +278,8 @@ pub fn main(cfg: &Config) -> i32 {
         Ok(rep) => {
             println!("{}", rep.human());
             if cfg.json {
-                println!(
-                    "{}",
-                    serde_json::to_string(&rep).expect("a report serialises")
-                );
+                let json = serde_json::to_string(&rep).expect("a report serialises");
+                println!("{json}");
             }
             0
         }
@@ -298,33 +294,54 @@ pub fn main(cfg: &Config) -> i32 {
 pub fn serve(addr: SocketAddr) -> io::Result<()> {
     let listener = TcpListener::bind(addr)?;
     crate::contenders::listening(listener.local_addr()?)?;
-    let acceptor = goro::go!(move || loop {
-        match listener.accept() {
-            Ok((conn, _)) => drop(goro::go!(move || {
-                if conn.set_nodelay(true).is_ok() {
-                    echo(&conn);
-                }
-            })),
-            Err(e) => {
-                eprintln!("compare serve goro: accept: {e}");
-                goro::time::sleep(Duration::from_millis(10));
-            }
-        }
-    });
+    let acceptor = goro::go!(move || accept_loop(
+        "compare serve goro",
+        || listener.accept(),
+        |c| c.set_nodelay(true),
+        |task| goro::Builder::new().spawn(task).map(drop),
+        goro::time::sleep,
+    ));
     acceptor
         .join()
         .map_err(|_| io::Error::other("the acceptor panicked"))
 }
 
-/// Echoes one connection (goro's or std's socket) until EOF or an error.
-pub fn echo<S>(conn: &S)
-where
-    for<'a> &'a S: Read + Write,
-{
-    let mut buf = [0u8; 16 * 1024];
-    let (mut r, mut w) = (conn, conn);
-    while let Ok(n @ 1..) = r.read(&mut buf) {
-        if w.write_all(&buf[..n]).is_err() {
+/// The accept loop of goro's, the threads' and may's echo servers: every connection gets
+/// TCP_NODELAY and is echoed on a task of `spawn`'s; a failed accept (EMFILE and the like)
+/// is logged, then `sleep` backs off 10 ms instead of spinning.
+pub fn accept_loop<C: Read + Write + Send + 'static, E: Display>(
+    who: &str,
+    mut accept: impl FnMut() -> io::Result<(C, SocketAddr)>,
+    nodelay: fn(&C) -> io::Result<()>,
+    spawn: impl Fn(Box<dyn FnOnce() + Send>) -> Result<(), E>,
+    sleep: fn(Duration),
+) -> ! {
+    loop {
+        match accept() {
+            Ok((conn, _)) => {
+                let task = Box::new(move || {
+                    if nodelay(&conn).is_ok() {
+                        echo(conn);
+                    }
+                });
+                if let Err(e) = spawn(task) {
+                    eprintln!("{who}: spawn: {e}");
+                }
+            }
+            Err(e) => {
+                eprintln!("{who}: accept: {e}");
+                sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Echoes one connection until EOF or an error, through a 16 KiB buffer on the heap (may's
+/// coroutine stacks are 32 KiB).
+fn echo(mut conn: impl Read + Write) {
+    let mut buf = vec![0u8; 16 * 1024];
+    while let Ok(n @ 1..) = conn.read(&mut buf) {
+        if conn.write_all(&buf[..n]).is_err() {
             return;
         }
     }
