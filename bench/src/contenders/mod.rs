@@ -196,7 +196,7 @@ impl Contender for Go {
         "go"
     }
     fn supports(&self, w: &Workload) -> bool {
-        !matches!(w.name(), "sysmon/busy" | "sysmon/idle") && !w.name().starts_with("SleepLatency")
+        !matches!(w.name(), "sysmon/busy" | "sysmon/idle")
     }
     fn run(&self, w: &Workload) -> Outcome {
         if GO_TIME.contains(&w.name()) {

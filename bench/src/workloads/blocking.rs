@@ -9,8 +9,7 @@ use super::{env_number, Measurement};
 
 pub fn run(name: &str) -> Option<Measurement> {
     match name {
-        "sysmon/busy" => Some(sysmon_cost(true)),
-        "sysmon/idle" => Some(sysmon_cost(false)),
+        "sysmon/busy" | "sysmon/idle" => Some(sysmon_cost(name)),
         _ => name.strip_prefix("ticker/").map(ticker),
     }
 }
@@ -111,9 +110,10 @@ fn sysmon_stats() -> (u64, u64) {
 }
 
 /// sysmon's wake-ups per second (the figure) and CPU in % of a core, beside four
-/// coroutines yielding for 2 s (`busy`) or an idle runtime.
-fn sysmon_cost(busy: bool) -> Measurement {
+/// coroutines yielding for 2 s (`sysmon/busy`) or an idle runtime.
+fn sysmon_cost(name: &str) -> Measurement {
     const RUN: Duration = Duration::from_secs(2);
+    let busy = name == "sysmon/busy";
     goro::go!(|| ()).join().expect("warm-up"); // start the runtime and sysmon
     let (s0, c0) = sysmon_stats();
     let t0 = Instant::now();
@@ -129,7 +129,6 @@ fn sysmon_cost(busy: bool) -> Measurement {
     }
     let secs = t0.elapsed().as_secs_f64();
     let (s1, c1) = sysmon_stats();
-    let what = if busy { "busy" } else { "idle" };
     Measurement::value((s1 - s0) as f64 / secs)
-        .with(&format!("sysmon/{what}/cpu"), (c1 - c0) as f64 / secs / 1e7)
+        .with(&format!("{name}/cpu"), (c1 - c0) as f64 / secs / 1e7)
 }

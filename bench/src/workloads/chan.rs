@@ -1,6 +1,6 @@
-//! goro's side of the `chan` suite rows that only goro runs (chain, sieve and ping-pong,
-//! shared with may and threads, are [`super::tasks`]): `Powser`, `WakeupParallel*` and
-//! `WakeupLatency`. `benches/chan.rs` times the same functions.
+//! goro's side of the `chan` suite rows only goro runs: `Powser`, `WakeupParallel*` and
+//! `WakeupLatency` (chain, sieve and ping-pong are [`super::tasks`]'s). `benches/chan.rs`
+//! times the same functions.
 
 use std::time::{Duration, Instant};
 
@@ -22,18 +22,7 @@ pub fn run(name: &str) -> Option<Measurement> {
             }
             Measurement::value(total.as_nanos() as f64 / gets as f64)
         }
-        "WakeupLatency" => {
-            let lat = wake_latency(LATENCY_SAMPLES);
-            Measurement::value(lat.quantile_us(0.5))
-                .with("WakeupLatency/p90", lat.quantile_us(0.9))
-                .with("WakeupLatency/p99", lat.quantile_us(0.99))
-                .with("WakeupLatency/max", lat.quantile_us(1.0))
-                .with("WakeupLatency/missed", lat.missed as f64)
-                .with(
-                    "WakeupLatency/on_sender_thread",
-                    lat.on_sender_thread as f64,
-                )
-        }
+        "WakeupLatency" => wake_latency(LATENCY_SAMPLES),
         _ => {
             let (kind, us) = name.split_once('/')?;
             let wait = Wait::ALL.into_iter().find(|w| w.name() == kind)?;
@@ -86,8 +75,8 @@ pub fn delay_name(us: u64) -> String {
 
 /// Go's `benchmarkWakeupParallel` (`runtime/proc_test.go`), from a coroutine at >= 2 Ps
 /// (Go skips 1 P): two coroutines take turns waiting `delay` and receiving while the other
-/// waits `delay + WAKE_DELAY` and sends; an iteration is both turns. Returns the time
-/// from the start signal to both ends. Panics if a channel closes early.
+/// waits `delay + WAKE_DELAY` and sends; an iteration is both turns. The time from the
+/// start signal to both ends; panics if a channel closes early.
 pub fn wakeup_parallel(wait: Wait, delay: Duration, iters: u64) -> Duration {
     let (ping_tx, ping_rx) = channel::<()>(0);
     let (pong_tx, pong_rx) = channel::<()>(0);
@@ -128,28 +117,14 @@ pub fn wakeup_parallel(wait: Wait, delay: Duration, iters: u64) -> Duration {
 /// in Go's port).
 pub const LATENCY_SPIN: Duration = Duration::from_micros(200);
 
-pub struct Latency {
-    pub sorted_ns: Vec<u64>,
-    /// Sends that found the receiver not parked (no sample taken).
-    pub missed: usize,
-    /// Samples taken on the sender's thread, which the receiver gets only when the idle P
-    /// did not take it within [`LATENCY_SPIN`] and the next send parked the sender (after
-    /// a miss): such samples are late by more than `LATENCY_SPIN`.
-    pub on_sender_thread: usize,
-}
-
-impl Latency {
-    pub fn quantile_us(&self, p: f64) -> f64 {
-        super::quantile(&self.sorted_ns, p) as f64 / 1e3
-    }
-}
-
-/// The wake-up latency of a coroutine parked on a channel, from a coroutine at >= 2 Ps:
-/// this one spins and `try_send`s the time to the receiver (not parked yet: a miss). As
-/// the sender keeps its P, the receiver (in that P's `runnext`) runs only once the idle
-/// P wakes and steals it (with the `runnext` back-off): that is what this measures.
-/// Panics if the receiver goes away or panics.
-pub fn wake_latency(samples: usize) -> Latency {
+/// `WakeupLatency`, from a coroutine at >= 2 Ps: this one spins and `try_send`s the time
+/// to a coroutine parked on a channel (not parked yet: a miss). As the sender keeps its P,
+/// the receiver (in that P's `runnext`) runs only once the idle P wakes and steals it
+/// (with the `runnext` back-off): that is what this measures. p50 in µs, with p90, p99,
+/// max, the misses and `on_sender_thread`: samples taken on the sender's thread, which the
+/// receiver gets only if the idle P did not take it within [`LATENCY_SPIN`] and a miss
+/// parked the sender (so late by more than that). Panics if the receiver goes away or panics.
+pub fn wake_latency(samples: usize) -> Measurement {
     type Sample = Option<(Instant, std::thread::ThreadId)>;
     let (tx, rx) = channel::<Sample>(0);
     let receiver = goro::go!(move || {
@@ -182,9 +157,11 @@ pub fn wake_latency(samples: usize) -> Latency {
         .join()
         .expect("wake_latency: the receiver panicked");
     lat.sort_unstable();
-    Latency {
-        sorted_ns: lat,
-        missed,
-        on_sender_thread,
-    }
+    let us = |p: f64| super::quantile(&lat, p) as f64 / 1e3;
+    Measurement::value(us(0.5))
+        .with("WakeupLatency/p90", us(0.9))
+        .with("WakeupLatency/p99", us(0.99))
+        .with("WakeupLatency/max", us(1.0))
+        .with("WakeupLatency/missed", missed as f64)
+        .with("WakeupLatency/on_sender_thread", on_sender_thread as f64)
 }

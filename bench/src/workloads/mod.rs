@@ -1,17 +1,10 @@
-//! The workloads: what every contender runs, with which parameters, measuring what.
-//!
-//! This is the contract between the harness and the contenders (goro, may, tokio,
-//! plain threads, Go; `bench/go/` is Go's side). Each [`Workload`] is one row of a
-//! table: a name, a unit, the suite it belongs to, the P counts it runs at, and the
-//! companion rows that the same run measures (say, the wake-up time and the RSS of a
-//! spawn-and-park run). The implementations are the submodules here ([`tasks`] for
-//! every contender whose tasks block, the rest goro's), and the criterion benches and
-//! the examples call the same functions.
-//!
-//! A worker is one process running one workload once on one contender
-//! (`compare worker CONTENDER WORKLOAD`, or `goro-bench-go WORKLOAD`), with its
-//! parallelism in `GORO_MAXPROCS` and `GOMAXPROCS`: goro's Ps, tokio's and may's
-//! workers, Go's `GOMAXPROCS`. It prints one [`Measurement`] as its last stdout line.
+//! The workloads: every contender's contract with the harness (`bench/go/` is Go's side).
+//! Each [`Workload`] is a row of a table (name, unit, suite, P counts) with the companion
+//! rows its run also fills, implemented in the submodules ([`tasks`] for every contender
+//! whose tasks block, the rest goro's) for `compare`, the criterion benches and examples.
+//! A worker (`compare worker CONTENDER WORKLOAD`, or `goro-bench-go WORKLOAD`) runs one
+//! once at the parallelism in `GORO_MAXPROCS` and `GOMAXPROCS` and prints one
+//! [`Measurement`] as its last stdout line.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -49,7 +42,7 @@ pub enum Suite {
 pub struct Row {
     pub name: &'static str,
     pub unit: &'static str,
-    /// Only throughput and wake-ups per second: bigger is better.
+    /// Bigger is better (only the echo servers' throughput).
     pub higher_is_better: bool,
 }
 
@@ -103,50 +96,53 @@ const P12: &[usize] = &[1, 2];
 
 use Suite::*;
 
-/// `ALL` from one line per workload: `Suite Procs row|higher("name", "unit") [ALSO];`
-/// (the companion rows default to none).
+/// `ALL` and `README_ROWS` from one line per workload,
+/// `[+] Suite Procs row|higher("name", "unit") [ALSO];` (`+`: a README row; no companions
+/// by default), or one line for a row per delay, `Suite Procs row("a" [D ...] "b", "unit");`.
 macro_rules! workloads {
-    ($($suite:ident $procs:ident $kind:ident($name:expr, $unit:expr) $($also:expr)?;)*) => {
+    (@ [$($w:tt)*] [$($r:tt)*]) => {
         /// Every workload, in table order.
-        pub static ALL: &[Workload] = &[$(Workload {
-            row: $kind($name, $unit),
-            suite: $suite,
-            procs: $procs,
-            also: workloads!(@also $($also)?),
-        }),*];
+        pub static ALL: &[Workload] = &[$($w)*];
+        /// The rows of the full comparison (`compare --readme`): the README's table and
+        /// the section of docs/benchmarks.md it comes from.
+        pub const README_ROWS: &[&str] = &[$($r)*];
     };
     (@also) => { &[] };
     (@also $also:expr) => { $also };
+    (@ $ws:tt [$($r:tt)*] + $s:ident $p:ident $k:ident($n:literal, $u:expr) $($rest:tt)*) => {
+        workloads!(@ $ws [$($r)* $n,] $s $p $k($n, $u) $($rest)*);
+    };
+    (@ $ws:tt $rs:tt $s:ident $p:ident $k:ident($a:literal [$($d:literal)*] $b:literal, $u:expr);
+     $($rest:tt)*) => {
+        workloads!(@ $ws $rs $($s $p $k(concat!($a, $d, $b), $u);)* $($rest)*);
+    };
+    (@ [$($w:tt)*] $rs:tt $s:ident $p:ident $k:ident($n:expr, $u:expr) $($also:expr)?;
+     $($rest:tt)*) => {
+        workloads!(@ [$($w)* Workload {
+            row: $k($n, $u),
+            suite: $s,
+            procs: $p,
+            also: workloads!(@also $($also)?),
+        },] $rs $($rest)*);
+    };
+    (@ $($bad:tt)*) => { compile_error!("workloads!: a row of none of the forms above"); };
+    ($($rows:tt)+) => { workloads!(@ [] [] $($rows)+); };
 }
 
 workloads! {
-    // Channels (the first four are the README's; the rest are Go's benchmarks).
-    Chan P2 row("chain", "ns/hop");
-    Chan P2 row("chainbuf", "ns/hop");
-    Chan P2 row("sieve", "ms");
-    Chan P2 row("pingpong", "ns/round trip");
+    // Channels: the comparison's, then Go's benchmarks.
+    + Chan P2 row("chain", "ns/hop");
+    + Chan P2 row("chainbuf", "ns/hop");
+    + Chan P2 row("sieve", "ms");
+    + Chan P2 row("pingpong", "ns/round trip");
     Chan P12 row("Powser", "ns/get");
-    Chan P2 row("WakeupParallelSpinning/0us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/1us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/2us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/5us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/10us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/20us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/50us", "ns/op");
-    Chan P2 row("WakeupParallelSpinning/100us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/0us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/1us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/2us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/5us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/10us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/20us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/50us", "ns/op");
-    Chan P2 row("WakeupParallelSyscall/100us", "ns/op");
+    Chan P2 row("WakeupParallelSpinning/" [0 1 2 5 10 20 50 100] "us", "ns/op");
+    Chan P2 row("WakeupParallelSyscall/" [0 1 2 5 10 20 50 100] "us", "ns/op");
     Chan P2 row("WakeupLatency", "µs p50") WAKEUP;
     // Sync: the comparison's mutex, then Go's Sema*/Mutex* ports.
-    Sync P2 row("mutex2", "ns/op");
-    Sync P2 row("mutex8", "ns/op");
-    Sync P2 row("mutex64", "ns/op");
+    + Sync P2 row("mutex2", "ns/op");
+    + Sync P2 row("mutex8", "ns/op");
+    + Sync P2 row("mutex64", "ns/op");
     Sync P12 row("SemaUncontended", "ns/op");
     Sync P12 row("SemaSyntNonblock", "ns/op");
     Sync P12 row("SemaSyntBlock", "ns/op");
@@ -159,20 +155,18 @@ workloads! {
     Sync P12 row("MutexWorkSlack", "ns/op");
     Sync P12 row("WorkOnly", "ns/op");
     // Timers.
-    Time P2 row("sleep_lateness", "µs late");
-    Time P2 row("SleepLatency/100us", "µs late p50") LATE_100US;
-    Time P2 row("SleepLatency/1ms", "µs late p50") LATE_1MS;
+    + Time P2 row("sleep_lateness", "µs late");
     Time P2 row("ParallelTimerLatency", "µs avg") PARALLEL;
     Time P2 row("StaggeredTickerLatency", "µs avg") STAGGERED;
     // Tasks.
-    Proc P2 row("spawn_join", "ns/task");
-    Proc P2 row("yield", "ns/yield");
-    Proc P2 row("spawn_park_10k", "ns/spawn") PARK_10K;
-    Proc P2 row("spawn_park_100k", "ns/spawn") PARK_100K;
-    Proc P2 row("spawn_park_1m", "ns/spawn") PARK_1M;
+    + Proc P2 row("spawn_join", "ns/task");
+    + Proc P2 row("yield", "ns/yield");
+    + Proc P2 row("spawn_park_10k", "ns/spawn") PARK_10K;
+    + Proc P2 row("spawn_park_100k", "ns/spawn") PARK_100K;
+    + Proc P2 row("spawn_park_1m", "ns/spawn") PARK_1M;
     // Echo servers.
     Echo P2 higher("echo/1", "req/s") ECHO_1;
-    Echo P2 higher("echo/50", "req/s") ECHO_50;
+    + Echo P2 higher("echo/50", "req/s") ECHO_50;
     Echo P2 higher("echo/500", "req/s") ECHO_500;
     // Blocking calls.
     Blocking P12 row("ticker/none", "µs late p50") TICKER_NONE;
@@ -194,8 +188,6 @@ macro_rules! companions {
 
 companions!(WAKEUP "WakeupLatency/": ["p90" "µs", "p99" "µs", "max" "µs", "missed" "sends",
             "on_sender_thread" "samples"]);
-companions!(LATE_100US "SleepLatency/100us/", LATE_1MS "SleepLatency/1ms/":
-            ["p99" "µs", "thread/p50" "µs", "thread/p99" "µs"]);
 companions!(PARALLEL "ParallelTimerLatency/": ["max" "µs", "p50" "µs", "p99" "µs"]);
 companions!(STAGGERED "StaggeredTickerLatency/": ["max" "µs", "300us/2" "µs avg",
             "300us/3" "µs avg", "300us/4" "µs avg", "300us/5" "µs avg", "300us/6" "µs avg",
@@ -207,25 +199,6 @@ companions!(ECHO_1 "echo/1/", ECHO_50 "echo/50/", ECHO_500 "echo/500/": ["p99" "
             "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt", "machine" "µs/rt"]);
 companions!(TICKER_NONE "ticker/none/", TICKER_SLEEP "ticker/sleep/", TICKER_CPU "ticker/cpu/":
             ["p99" "µs", "max" "µs"]);
-
-/// The rows of the full comparison (`compare --readme`): the README's table and the
-/// section of docs/benchmarks.md it comes from.
-pub const README_ROWS: &[&str] = &[
-    "chain",
-    "chainbuf",
-    "sieve",
-    "pingpong",
-    "spawn_join",
-    "yield",
-    "mutex2",
-    "mutex8",
-    "mutex64",
-    "sleep_lateness",
-    "spawn_park_10k",
-    "spawn_park_100k",
-    "spawn_park_1m",
-    "echo/50",
-];
 
 pub const CHAIN_HOPS: usize = 10_000;
 pub const CHAIN_TOKENS: usize = 100;
@@ -307,17 +280,6 @@ pub fn expect_eq(what: impl std::fmt::Display, got: u64, want: u64) -> Result<()
         .ok_or_else(|| format!("{what} is {got}, expected {want}"))
 }
 
-/// Each of `tasks` tasks' share of a mutex workload's `MUTEX_OPS`.
-pub fn ops_per_task(tasks: usize) -> Result<usize, String> {
-    MUTEX_OPS
-        .is_multiple_of(tasks)
-        .then_some(MUTEX_OPS / tasks)
-        .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))
-}
-
-/// The sum of spawn_join's results (each task returns its index).
-pub const SPAWN_SUM: u64 = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
-
 /// The `p`-quantile of `sorted` by nearest rank (`p` = 1: the maximum).
 ///
 /// # Panics
@@ -332,18 +294,6 @@ pub fn quantile<T: Copy>(sorted: &[T], p: f64) -> T {
 /// `elapsed` in ns divided by `n`.
 pub fn per(elapsed: Duration, n: usize) -> f64 {
     elapsed.as_nanos() as f64 / n as f64
-}
-
-/// The figures of a spawn-and-park run of `n` tasks: ns per spawn, with the wake+exit
-/// time and the RSS per parked task (from the RSS readings before the first spawn and
-/// with all parked) as companions.
-pub fn parked(name: &str, n: usize, spawn: Duration, wake: Duration, rss: [u64; 2]) -> Measurement {
-    Measurement::value(per(spawn, n))
-        .with(&format!("{name}_wake"), per(wake, n))
-        .with(
-            &format!("{name}_rss"),
-            rss[1].saturating_sub(rss[0]) as f64 / n as f64,
-        )
 }
 
 /// Busy-waits `d` on the clock (the load of `sleep_lateness`, Go's `spinFor`).
@@ -406,9 +356,6 @@ mod tests {
         for name in names {
             assert!(Workload::find(name).is_some());
         }
-        for r in README_ROWS {
-            assert!(Workload::find(r).is_some(), "{r}");
-        }
     }
 
     #[test]
@@ -417,10 +364,7 @@ mod tests {
         let line = serde_json::to_string(&m).unwrap();
         assert_eq!(line, r#"{"value":1.5,"also":{"x":2.0}}"#);
         assert_eq!(serde_json::from_str::<Measurement>(&line).unwrap(), m);
-        let go = r#"{"also":{"a":1},"value":3}"#;
-        assert_eq!(
-            serde_json::from_str::<Measurement>(go).unwrap().also["a"],
-            1.0
-        );
+        let go: Measurement = serde_json::from_str(r#"{"also":{"a":1},"value":3}"#).unwrap();
+        assert_eq!(go.also["a"], 1.0);
     }
 }

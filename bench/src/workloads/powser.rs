@@ -521,9 +521,8 @@ pub fn run() -> Result<PowserRun, String> {
             return Err(msg);
         }
     }
-    let series = series.into();
     Ok(PowserRun {
-        series,
+        series: series.into(),
         elapsed,
         gets,
     })

@@ -1,18 +1,12 @@
-//! Ports of Go's runtime-semaphore benchmarks (`Sema*`, Go 1.19
-//! `sync/runtime_sema_test.go`) and `sync.Mutex` benchmarks (`Mutex*`,
-//! `sync/mutex_test.go`): the workloads that `benches/sync.rs` (criterion) and
-//! the `sync` suite of `compare` (next to Go, `bench/go/sync.go`) both time.
+//! Ports of Go 1.19's runtime-semaphore (`Sema*`, `sync/runtime_sema_test.go`) and
+//! `sync.Mutex` (`Mutex*`, `sync/mutex_test.go`) benchmarks, for `benches/sync.rs` and
+//! `compare --suite sync` (Go's side: `bench/go/sync.go`).
 //!
-//! [`run`] is Go's `b.RunParallel`: `maxprocs()` workers (ten times as many for the
-//! `*Slack` benchmarks, Go's `b.SetParallelism(10)`) share `iters` iterations, which
-//! they take from a common budget in batches (Go's `testing.PB`). Coroutines for
-//! goro, plain threads for the `std` and `parking_lot` peers. The clock starts when
-//! every worker is running and waiting at a start gate, and stops when the last one
-//! is joined, so spawning is not timed (Go times it; it is small next to its runs).
-//!
-//! Every `Mutex*` critical section adds one to a counter in the mutex, and every run
-//! checks the total afterwards: a lost update (two holders at once) panics. Go's
-//! benchmarks have empty critical sections; `bench/go/` does the same counting.
+//! [`run`] is Go's `b.RunParallel`: the workers (coroutines for goro, threads for `std`
+//! and `parking_lot`) take `iters` iterations from a shared budget in batches (Go's
+//! `testing.PB`). Unlike Go: spawning is not timed (the clock starts at a start gate),
+//! and every `Mutex*` critical section adds one to a counter, checked after the run (a
+//! lost update panics; `bench/go/` counts too).
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -25,88 +19,86 @@ use goro_sync::{backoff, sema};
 use super::tasks::{Blocking, Coroutines};
 use crate::contenders::threads::Threads;
 
-/// Bound of one timed run (spawning to the last join); a run that takes longer
-/// panics (hang, lost wake-up).
+/// Bound of one timed run (spawning to the last join): past it, a panic (a hang).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound of the wait for every worker to reach the start gate.
 const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// Length of the local work loop of the `*Work*` benchmarks (Go's 100).
 pub const WORK_ITERS: u32 = 100;
 
-/// `Bench` from one table: each benchmark, whether it does the local work between
-/// its operations, whether a taker keeps units of the semaphore (so that acquires
-/// must wait), its workers per P, and who runs it.
-macro_rules! benches {
-    ($($(#[$doc:meta])* $b:ident $work:literal $block:literal $per_p:literal $who:ident,)*) => {
-        /// The benchmarks, named as Go's without `Benchmark`.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-        pub enum Bench {
-            $($(#[$doc])* $b,)*
-        }
-
-        impl Bench {
-            /// Every benchmark, in report order.
-            pub const ALL: [Bench; [$(stringify!($b)),*].len()] = [$(Bench::$b),*];
-
-            /// Go's name without `Benchmark`: the criterion group's name.
-            pub fn name(self) -> &'static str {
-                match self {
-                    $(Bench::$b => stringify!($b),)*
-                }
-            }
-
-            fn work(self) -> bool {
-                match self { $(Bench::$b => $work,)* }
-            }
-
-            fn block(self) -> bool {
-                match self { $(Bench::$b => $block,)* }
-            }
-
-            fn parallelism(self) -> usize {
-                match self { $(Bench::$b => $per_p,)* }
-            }
-
-            /// Who runs it.
-            pub fn contenders(self) -> &'static [Impl] {
-                match self { $(Bench::$b => $who,)* }
-            }
-        }
-    };
+/// One of the benchmarks: Go's name without `Benchmark`, and how it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Bench {
+    name: &'static str,
+    kind: Kind,
+    /// Whether it does the local work between its operations.
+    work: bool,
+    /// Workers per P (10: Go's `b.SetParallelism(10)`, the `*Slack` benchmarks).
+    per_p: usize,
 }
 
-/// goro with and without its back-off; everyone; goro alone.
-const GORO: &[Impl] = &[Impl::Goro, Impl::GoroNoBackoff];
-const ALL: &[Impl] = &[Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot];
-const ONLY: &[Impl] = &[Impl::Goro];
-
-benches! {
-    // name, local work, a taker, workers per P, who runs it
+/// What a benchmark's workers do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
     /// Every worker releases then acquires its own (padded) semaphore: never waits.
-    SemaUncontended false false 1 GORO,
-    /// One shared semaphore; each op a release then an acquire. No work.
-    SemaSyntNonblock false false 1 GORO,
-    /// As `SemaSyntNonblock`, plus a taker that keeps `maxprocs() / 2` units, so
-    /// that some acquires must wait (none with one P).
-    SemaSyntBlock false true 1 GORO,
-    SemaWorkNonblock true false 1 GORO,
-    SemaWorkBlock true true 1 GORO,
+    SemaUncontended,
+    /// One shared semaphore, a release then an acquire per op; with `block`, a taker
+    /// keeps `maxprocs() / 2` units, so that some acquires must wait (none with one P).
+    Sema { block: bool },
     /// Every worker locks and unlocks its own (padded) mutex.
-    MutexUncontended false false 1 ALL,
+    MutexUncontended,
     /// One shared mutex, lock+unlock per op.
-    Mutex false false 1 ALL,
-    MutexSlack false false 10 ALL,
-    MutexWork true false 1 ALL,
-    MutexWorkSlack true false 10 ALL,
+    Mutex,
     /// Not in Go's tree: the local work alone, per op (`bench/go/` has it too), to
     /// compare what the two compilers make of it.
-    WorkOnly true false 1 ONLY,
+    WorkOnly,
+}
+
+const fn bench(name: &'static str, kind: Kind, work: bool, per_p: usize) -> Bench {
+    Bench {
+        name,
+        kind,
+        work,
+        per_p,
+    }
 }
 
 impl Bench {
+    /// Every benchmark, in report order.
+    pub const ALL: [Bench; 11] = [
+        bench("SemaUncontended", Kind::SemaUncontended, false, 1),
+        bench("SemaSyntNonblock", Kind::Sema { block: false }, false, 1),
+        bench("SemaSyntBlock", Kind::Sema { block: true }, false, 1),
+        bench("SemaWorkNonblock", Kind::Sema { block: false }, true, 1),
+        bench("SemaWorkBlock", Kind::Sema { block: true }, true, 1),
+        bench("MutexUncontended", Kind::MutexUncontended, false, 1),
+        bench("Mutex", Kind::Mutex, false, 1),
+        bench("MutexSlack", Kind::Mutex, false, 10),
+        bench("MutexWork", Kind::Mutex, true, 1),
+        bench("MutexWorkSlack", Kind::Mutex, true, 10),
+        bench("WorkOnly", Kind::WorkOnly, true, 1),
+    ];
+
+    /// Go's name without `Benchmark`: the criterion group's name.
+    pub fn name(self) -> &'static str {
+        self.name
+    }
+
     /// The benchmark named `name` (as [`name`](Self::name) spells it).
     pub fn from_name(name: &str) -> Option<Bench> {
-        Bench::ALL.into_iter().find(|b| b.name() == name)
+        Bench::ALL.into_iter().find(|b| b.name == name)
+    }
+
+    /// Who runs it: the semaphores goro with and without its back-off, the mutexes
+    /// everyone, `WorkOnly` goro alone.
+    pub fn contenders(self) -> &'static [Impl] {
+        match self.kind {
+            Kind::SemaUncontended | Kind::Sema { .. } => &[Impl::Goro, Impl::GoroNoBackoff],
+            Kind::MutexUncontended | Kind::Mutex => {
+                &[Impl::Goro, Impl::GoroNoBackoff, Impl::Std, Impl::ParkingLot]
+            }
+            Kind::WorkOnly => &[Impl::Goro],
+        }
     }
 }
 
@@ -136,12 +128,9 @@ impl Impl {
 }
 
 /// The local work of the `*Work*` benchmarks: Go's loop of `foo *= 2; foo /= 2`,
-/// [`WORK_ITERS`] times. `black_box` on every step keeps LLVM from folding the
-/// loop (without it, the loop becomes one sign extension); it adds a store and a
-/// load per step, which Go's code does not have, while Go's signed division by 2
-/// is a longer sequence than LLVM's: `WorkOnly` shows the net difference. (In Go's
-/// own benchmarks the result is dead and Go 1.19 deletes the loop's body, leaving
-/// an empty 100-step loop; `bench/go/` keeps the result so that both do the work.)
+/// [`WORK_ITERS`] times. `black_box` keeps LLVM from folding the loop, at a store and a
+/// load per step that Go's code lacks (`WorkOnly` shows the net difference). Go 1.19
+/// deletes the body of its own loop (the result is dead); `bench/go/` keeps the result.
 #[inline]
 pub fn local_work(mut acc: i64) -> i64 {
     for _ in 0..WORK_ITERS {
@@ -152,9 +141,7 @@ pub fn local_work(mut acc: i64) -> i64 {
 }
 
 /// Runs `iters` iterations of `bench` with `contender` and returns the time they
-/// took, all workers together (time per op = the result / `iters`).
-///
-/// Call it from a plain thread.
+/// took, all workers together (time per op = the result / `iters`); from a plain thread.
 ///
 /// # Panics
 ///
@@ -171,10 +158,11 @@ pub fn run(bench: Bench, contender: Impl, iters: u64) -> Duration {
     if iters == 0 {
         return Duration::ZERO;
     }
-    let workers = goro::maxprocs() * bench.parallelism();
+    let workers = goro::maxprocs() * bench.per_p;
     match contender {
         Impl::Goro | Impl::GoroNoBackoff => {
-            let _setting = BackoffSetting::set(contender == Impl::Goro);
+            let _restore = BackoffSetting(backoff::randomized());
+            backoff::set_randomized(contender == Impl::Goro);
             crate::harness::run_bounded(RUN_TIMEOUT, bench.name(), move || {
                 on_coroutines(bench, workers, iters)
             })
@@ -184,17 +172,8 @@ pub fn run(bench: Bench, contender: Impl, iters: u64) -> Duration {
     }
 }
 
-/// Sets the back-off mode and restores the previous one when dropped (also on a
-/// panic).
+/// Sets the back-off mode; restores the previous one when dropped (also on a panic).
 struct BackoffSetting(bool);
-
-impl BackoffSetting {
-    fn set(randomized: bool) -> BackoffSetting {
-        let old = backoff::randomized();
-        backoff::set_randomized(randomized);
-        BackoffSetting(old)
-    }
-}
 
 impl Drop for BackoffSetting {
     fn drop(&mut self) {
@@ -217,7 +196,7 @@ impl Pb<'_> {
             return true;
         }
         let g = self.gate;
-        let first = g.next.fetch_add(g.grain, Ordering::Relaxed);
+        let first = g.next.fetch_add(g.grain, Ordering::Relaxed); // Relaxed: a ticket, no data
         if first >= g.total {
             return false;
         }
@@ -229,9 +208,8 @@ impl Pb<'_> {
 /// The shared state of one parallel run: the iteration budget and the start gate.
 struct Gate {
     total: u64,
-    /// Iterations a worker takes at a time. Go sizes batches to ~100 µs from the
-    /// previous run (at most 10,000); with no previous run, this is 1/100 of each
-    /// worker's share, at most 1,000 (tens of µs for the fastest ops here).
+    /// Iterations a worker takes at a time: 1/100 of its share, at most 1,000 (Go sizes
+    /// batches to ~100 µs from the previous run, at most 10,000).
     grain: u64,
     next: AtomicU64,
     ready: AtomicUsize,
@@ -246,6 +224,13 @@ impl Gate {
             next: AtomicU64::new(0),
             ready: AtomicUsize::new(0),
             open: AtomicBool::new(false),
+        }
+    }
+
+    fn pb(&self) -> Pb<'_> {
+        Pb {
+            gate: self,
+            left: 0,
         }
     }
 }
@@ -271,16 +256,11 @@ fn run_parallel<R: Blocking>(workers: usize, iters: u64, body: Body) -> Duration
         .map(|_| {
             let (gate, body) = (gate.clone(), body.clone());
             R::spawn(move || {
-                // AcqRel / Acquire here, Acquire / Release at the coordinator's end:
-                // a count and a flag that publish no data (the budget, `next`, is the
-                // only thing the workers share, and it is atomic itself), so any
-                // ordering would do; these keep the hand-off readable as one.
+                // AcqRel / Acquire here, Acquire / Release at the coordinator's: a count
+                // and a flag that publish no data (`next` is atomic itself), so any will do.
                 gate.ready.fetch_add(1, Ordering::AcqRel);
                 bounded("a worker", &|| gate.open.load(Ordering::Acquire));
-                body(&mut Pb {
-                    gate: &gate,
-                    left: 0,
-                });
+                body(&mut gate.pb());
             })
         })
         .collect();
@@ -303,10 +283,11 @@ struct Padded<T>(T);
 /// The coordinator of a goro run (a coroutine).
 fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
     let run = |body: Body| run_parallel::<Coroutines>(workers, iters, body);
-    match bench {
-        // Go's BenchmarkSemaUncontended. Same, but each worker's semaphore lives
-        // on the heap in a 128-byte-aligned box (Go: 4 + 128 bytes from `new`).
-        Bench::SemaUncontended => {
+    let work = bench.work;
+    match bench.kind {
+        // Go's BenchmarkSemaUncontended, but each worker's semaphore is on the heap in a
+        // 128-byte-aligned box (Go: 4 + 128 bytes from `new`).
+        Kind::SemaUncontended => {
             let left = Arc::new(AtomicU64::new(0));
             let left2 = left.clone();
             let t = run(Arc::new(move |pb| {
@@ -320,20 +301,11 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
             assert_eq!(left.load(Ordering::Acquire), 0, "units left over");
             t
         }
-        // Go's benchmarkSema (SemaSynt*/SemaWork*): a release, the work if any, an
-        // acquire; with `block`, the taker coroutine keeps maxprocs()/2 units (it
-        // is spawned before the workers, as in Go, and joined after the clock
-        // stopped). Each worker releases once more at the end.
-        Bench::SemaSyntNonblock
-        | Bench::SemaSyntBlock
-        | Bench::SemaWorkNonblock
-        | Bench::SemaWorkBlock => {
+        // Go's benchmarkSema: the taker is spawned before the workers, as in Go, and
+        // joined after the clock stopped; each worker releases once more at the end.
+        Kind::Sema { block } => {
             let sem = Arc::new(AtomicU32::new(0));
-            let keep = if bench.block() {
-                goro::maxprocs() / 2
-            } else {
-                0
-            };
+            let keep = if block { goro::maxprocs() / 2 } else { 0 };
             let taker = (keep > 0).then(|| {
                 let sem = sem.clone();
                 goro::go!(move || {
@@ -342,7 +314,6 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
                     }
                 })
             });
-            let work = bench.work();
             let sem2 = sem.clone();
             let t = run(Arc::new(move |pb| {
                 let mut acc = 0i64;
@@ -365,15 +336,16 @@ fn on_coroutines(bench: Bench, workers: usize, iters: u64) -> Duration {
             assert_eq!(left, workers - keep, "semaphore count off at the end");
             t
         }
-        // Not in Go's tree: the work alone.
-        Bench::WorkOnly => run(Arc::new(|pb| {
+        Kind::WorkOnly => run(Arc::new(|pb| {
             let mut acc = 0i64;
             while pb.next_op() {
                 acc = local_work(acc);
             }
             black_box(acc);
         })),
-        _ => mutex_bench::<Coroutines, goro::sync::Mutex<u64>>(bench, workers, iters),
+        Kind::MutexUncontended | Kind::Mutex => {
+            mutex_bench::<Coroutines, goro::sync::Mutex<u64>>(bench, workers, iters)
+        }
     }
 }
 
@@ -416,59 +388,48 @@ fn mutex_bench<R: Blocking, M: CountingMutex>(
     workers: usize,
     iters: u64,
 ) -> Duration {
-    match bench {
-        // Go's BenchmarkMutexUncontended: each worker its own padded mutex (on its
-        // stack, as Go's does not escape), plus the counting.
-        Bench::MutexUncontended => {
+    let run = |body: Body| run_parallel::<R>(workers, iters, body);
+    let work = bench.work;
+    match bench.kind {
+        // Go's BenchmarkMutexUncontended: each worker its own padded mutex (on its stack,
+        // as Go's does not escape).
+        Kind::MutexUncontended => {
             let total = Arc::new(AtomicU64::new(0));
             let total2 = total.clone();
-            let t = run_parallel::<R>(
-                workers,
-                iters,
-                Arc::new(move |pb| {
-                    let m = Padded(M::with_zero());
-                    while pb.next_op() {
-                        m.0.increment();
-                    }
-                    total2.fetch_add(m.0.count(), Ordering::AcqRel);
-                }),
-            );
+            let t = run(Arc::new(move |pb| {
+                let m = Padded(M::with_zero());
+                while pb.next_op() {
+                    m.0.increment();
+                }
+                total2.fetch_add(m.0.count(), Ordering::AcqRel);
+            }));
             let total = total.load(Ordering::Acquire);
             assert_eq!(total, iters, "lost updates under the mutex");
             t
         }
-        // Go's benchmarkMutex (Mutex, MutexSlack, MutexWork, MutexWorkSlack): one
-        // shared mutex; lock+unlock, then the work if any. Slack: ten workers per
-        // P, all of them in the loop, as Go's SetParallelism(10).
-        Bench::Mutex | Bench::MutexSlack | Bench::MutexWork | Bench::MutexWorkSlack => {
+        // Go's benchmarkMutex: one shared mutex; lock+unlock, then the work if any.
+        Kind::Mutex => {
             let m = Arc::new(M::with_zero());
             let m2 = m.clone();
-            let work = bench.work();
-            let t = run_parallel::<R>(
-                workers,
-                iters,
-                Arc::new(move |pb| {
-                    let mut acc = 0i64;
-                    while pb.next_op() {
-                        m2.increment();
-                        if work {
-                            acc = local_work(acc);
-                        }
+            let t = run(Arc::new(move |pb| {
+                let mut acc = 0i64;
+                while pb.next_op() {
+                    m2.increment();
+                    if work {
+                        acc = local_work(acc);
                     }
-                    black_box(acc);
-                }),
-            );
+                }
+                black_box(acc);
+            }));
             assert_eq!(m.count(), iters, "lost updates under the mutex");
             t
         }
-        _ => unreachable!("{} is not a Mutex benchmark", bench.name()),
+        _ => unreachable!("{} is not a Mutex benchmark", bench.name),
     }
 }
 
-/// The run of a `sync` suite port (`contender` picks goro with or without the
-/// back-off, or std's and parking_lot's mutexes on threads), from a plain thread: ns
-/// per op, sized to [`target`](super::target) per run; None if `contender` does not
-/// run `name`.
+/// A `sync` suite port's run on `contender`, from a plain thread: ns per op, sized to
+/// [`target`](super::target) per run; None if `contender` does not run `name`.
 pub fn measure(name: &str, contender: Impl) -> Option<super::Outcome> {
     let bench = Bench::from_name(name).filter(|b| b.contenders().contains(&contender))?;
     let ns = super::sized(super::target(), |n| run(bench, contender, n));
@@ -495,22 +456,11 @@ mod tests {
     #[test]
     fn budget_hands_out_exactly_iters() {
         let gate = Gate::new(3, 1234);
-        let mut pbs: Vec<Pb<'_>> = (0..3)
-            .map(|_| Pb {
-                gate: &gate,
-                left: 0,
-            })
-            .collect();
-        let mut n = 0u64;
-        let mut live = true;
-        while live {
-            live = false;
-            for pb in &mut pbs {
-                if pb.next_op() {
-                    n += 1;
-                    live = true;
-                }
-            }
+        let mut pbs = [(); 3].map(|()| gate.pb());
+        let mut n = 0;
+        // Rounds in which each worker asks for one iteration, until none gets one.
+        while let got @ 1.. = pbs.iter_mut().map(|pb| usize::from(pb.next_op())).sum() {
+            n += got;
         }
         assert_eq!(n, 1234);
     }

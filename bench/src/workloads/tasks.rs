@@ -1,23 +1,13 @@
-//! The comparison's task workloads, written once for every contender (goro's and
-//! may's coroutines, plain threads, tokio's tasks): chain, chainbuf, sieve, pingpong,
-//! spawn_join, yield, the mutex, sleep lateness and spawn-and-park.
+//! The comparison's task workloads, written once for every contender (goro's and may's
+//! coroutines, plain threads, tokio's tasks): chain and chainbuf ([`Chain`]: Go's daisy
+//! chain of golang.org/s/go15gomaxprocs, links unbuffered or of capacity 1), the prime
+//! [`sieve`] (Go's `test/chan/sieve1.go`), pingpong (a chain of one link), spawn_join,
+//! yield, the mutex, sleep lateness and spawn-and-park.
 //!
-//! - [`Chain`]: a daisy chain of tasks, each receiving a number from the channel on its
-//!   left and sending it, plus one, to the channel on its right (the `Chain` and
-//!   `ChainBuf` benchmarks Go used to tune its scheduler for GOMAXPROCS > 1,
-//!   golang.org/s/go15gomaxprocs: unbuffered links, or links of capacity 1).
-//! - [`sieve`]: the concurrent prime sieve (Go's `test/chan/sieve1.go`): a generator
-//!   feeds 2, 3, 4, ... into a pipeline of filters, one per prime found.
-//! - ping-pong: a chain of one link, which echoes each number plus one.
-//!
-//! The workloads are `async`, so that tokio runs them as they are. On the runtimes
-//! whose operations block (goro, may, threads) every operation returns a future that
-//! is ready at once ([`std::future::Ready`]), so a whole task completes in its first
-//! poll: [`now`] polls it, on the task's own stack.
-//!
-//! A runtime that refuses a task (a stack or a thread the OS will not give) makes the
-//! run a skip that says so, after the tasks made so far are released and joined. A
-//! wrong result is an error, never a figure.
+//! They are `async`, for tokio; on the runtimes whose calls block, every operation is a
+//! ready future, so a task completes in its first poll ([`now`]). A runtime that refuses
+//! a task makes the run a skip that says so (the tasks made so far released and joined);
+//! a wrong result is an error, never a figure.
 
 use std::future::{ready, Future};
 use std::pin::pin;
@@ -28,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use super::sync::CountingMutex;
 use super::{
-    expect_eq, ops_per_task, parked, per, spin, Measurement, Outcome, CHAIN_HOPS, CHAIN_TOKENS,
-    MUTEX_OPS, PINGPONG_ROUNDS, SIEVE_LAST_PRIME, SIEVE_PRIMES, SLEEP_COUNT, SPAWN_TASKS,
-    YIELD_COUNT, YIELD_TASKS_PER_WORKER,
+    expect_eq, per, spin, Measurement, Outcome, CHAIN_HOPS, CHAIN_TOKENS, MUTEX_OPS,
+    PINGPONG_ROUNDS, SIEVE_LAST_PRIME, SIEVE_PRIMES, SLEEP_COUNT, SPAWN_TASKS, YIELD_COUNT,
+    YIELD_TASKS_PER_WORKER,
 };
 use crate::harness::procfs;
 
@@ -38,8 +28,7 @@ use crate::harness::procfs;
 ///
 /// # Panics
 ///
-/// If `f` is not done after one poll: it awaited something other than a blocking
-/// runtime's ready futures.
+/// If `f` awaited something other than a blocking runtime's ready futures.
 pub fn now<F: Future>(f: F) -> F::Output {
     match pin!(f).poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(v) => v,
@@ -62,13 +51,11 @@ pub trait Tasks: Sized + 'static {
     type Tx<T: Send + 'static>: Send + 'static;
     type Rx<T: Send + 'static>: Send + 'static;
     type Mutex: Send + Sync + 'static;
-    /// The measured time a long hand-off workload (chain, sieve, pingpong) may take
-    /// before it gives up with a skip that gives the rate reached (plain threads, whose
-    /// hand-offs cost microseconds); the workload is never shrunk.
+    /// How long a hand-off workload (chain, sieve, pingpong) may run before it gives up
+    /// with the rate reached (for threads, whose hand-offs cost µs); never shrunk.
     const BUDGET: Option<Duration> = None;
-    /// Spawns a task running the future `f` makes (made on the task, so that a blocking
-    /// runtime's spawn moves no more than `f`'s captures), or says why the runtime
-    /// cannot.
+    /// Spawns a task running the future `f` makes (on the task, so that a blocking
+    /// runtime's spawn moves only `f`'s captures), or says why the runtime cannot.
     fn spawn<T: Send + 'static, F: Future<Output = T> + Send + 'static>(
         f: impl FnOnce() -> F + Send + 'static,
     ) -> Result<Self::Handle<T>, String>;
@@ -91,8 +78,8 @@ pub trait Tasks: Sized + 'static {
     fn send<T: Send + 'static>(tx: &mut Self::Tx<T>, v: T) -> impl Future<Output = bool> + Send;
     /// The next value; `None` once the sender is gone.
     fn recv<T: Send + 'static>(rx: &mut Self::Rx<T>) -> impl Future<Output = Option<T>> + Send;
-    /// Yields `times` times (the hot loops of `yield` and the mutex are the runtime's
-    /// own, so that their per-operation figures carry nothing of the harness's futures).
+    /// Yields `times` times (this hot loop and `increment`'s are the runtime's own, so
+    /// that their figures carry nothing of the harness's futures).
     fn yield_now(times: usize) -> impl Future<Output = ()> + Send;
     fn sleep(d: Duration) -> impl Future<Output = ()> + Send;
     /// A mutex around a counter at 0.
@@ -100,30 +87,27 @@ pub trait Tasks: Sized + 'static {
     /// Locks, adds one, unlocks, `times` times.
     fn increment(m: &Self::Mutex, times: usize) -> impl Future<Output = ()> + Send;
     fn count(m: &Self::Mutex) -> impl Future<Output = u64> + Send;
-    /// Whether `n` more tasks, alive at once as `alive` says, fit in the system's
-    /// limits; if not, which limit says no (checked before, not found out: past some
-    /// limits the process aborts or hangs).
+    /// Whether `n` more tasks, alive as `alive` says, fit in the system's limits, or
+    /// which one says no (asked first: past some limits the process aborts or hangs).
     fn room(_n: usize, _alive: Alive) -> Result<(), String> {
         Ok(())
     }
 }
 
-/// A runtime whose calls block (goro's and may's coroutines, threads): its operations
-/// as plain calls; the blanket [`Tasks`] impl wraps each in a ready future and runs
-/// each task's future with [`now`].
+/// [`Tasks`] as plain calls, for a runtime whose calls block (goro's and may's
+/// coroutines, threads): the blanket impl makes each a ready future and runs each task's
+/// future with [`now`].
 pub trait Blocking: Sized + 'static {
     type Handle<T: Send + 'static>: Send;
     type Tx<T: Send + 'static>: Send + 'static;
     type Rx<T: Send + 'static>: Send + 'static;
     type Mutex: CountingMutex;
-    /// [`Tasks::BUDGET`].
     const BUDGET: Option<Duration> = None;
     fn spawn<T: Send + 'static>(
         f: impl FnOnce() -> T + Send + 'static,
     ) -> Result<Self::Handle<T>, String>;
     fn join<T: Send + 'static>(h: Self::Handle<T>) -> Result<T, String>;
     fn channel<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>);
-    /// [`Tasks::pipe`].
     fn pipe<T: Send + 'static>(cap: usize) -> (Self::Tx<T>, Self::Rx<T>) {
         Self::channel(cap)
     }
@@ -131,7 +115,6 @@ pub trait Blocking: Sized + 'static {
     fn recv<T: Send + 'static>(rx: &Self::Rx<T>) -> Option<T>;
     fn yield_now();
     fn sleep(d: Duration);
-    /// [`Tasks::room`].
     fn room(_n: usize, _alive: Alive) -> Result<(), String> {
         Ok(())
     }
@@ -208,10 +191,9 @@ pub async fn run<R: Tasks>(name: &'static str) -> Option<Outcome> {
     })
 }
 
-/// Fails, once `R`'s [`Tasks::BUDGET`] has passed since `start`, with the rate reached
-/// and the time the whole run would take: `done` of `total` units of `what`, the work
-/// growing as the `growth` power of the units (the sieve's hops grow as the square of
-/// the primes found).
+/// Fails once `R`'s [`Tasks::BUDGET`] has passed since `start`, with the rate reached and
+/// the whole run's estimated time: `done` of `total` `what`, the work growing as their
+/// `growth` power (the sieve's hops: as the square of the primes found).
 fn check_budget<R: Tasks>(
     start: Instant,
     done: usize,
@@ -309,9 +291,8 @@ pub struct Chain<R: Tasks> {
 }
 
 impl<R: Tasks> Chain<R> {
-    /// Spawns `hops` links joined by channels of capacity `cap` (0: Go's unbuffered
-    /// channels) and waits until every link has started (not timed). A link lives
-    /// until the channel on its left closes.
+    /// Spawns `hops` links joined by channels of capacity `cap` (0: unbuffered, as Go's)
+    /// and waits until all have started (untimed); a link lives until its left one closes.
     pub async fn new(hops: usize, cap: usize) -> Result<Chain<R>, String> {
         R::room(hops, Alive::Running)?;
         let started = Arc::new(AtomicUsize::new(0));
@@ -338,8 +319,7 @@ impl<R: Tasks> Chain<R> {
         self.links.len()
     }
 
-    /// Passes `tokens` tokens through, one at a time, each checked at the tail (one
-    /// added per hop).
+    /// Passes `tokens` tokens through, one at a time, each checked at the tail (+1 a hop).
     pub async fn pass(&mut self, tokens: u64) -> Result<(), String> {
         let hops = self.hops() as u64;
         for i in 0..tokens {
@@ -359,8 +339,7 @@ impl<R: Tasks> Chain<R> {
         Ok(())
     }
 
-    /// Closes the head and joins every link (each ends when its left channel closes,
-    /// which closes the next).
+    /// Closes the head and joins every link (each ends when its left channel closes).
     pub async fn shutdown(self) -> Result<(), String> {
         drop(self.head);
         join_all::<R, _>(self.links)
@@ -393,14 +372,11 @@ async fn chain<R: Tasks>(hops: usize, cap: usize, tokens: usize, batch: usize) -
     Ok(Measurement::value(per(elapsed, tokens * hops)))
 }
 
-/// The sieve until it has found `SIEVE_PRIMES` primes: the time from the start of
-/// the generator to the arrival of the last prime (spawning included), checked: the
-/// primes must rise, each must be prime, and the last must be the 5 000th prime, so
-/// they are exactly the first 5 000.
-///
-/// The tear-down is not timed: the caller drops its end of the pipeline, so the last
-/// filter's next send fails and it returns, which closes the channel of the one
-/// before, and so on back to the generator; every task is joined.
+/// The sieve until it has found `SIEVE_PRIMES` primes: the time from the generator's
+/// start to the last prime's arrival (spawning included), checked: rising, each a prime,
+/// the last the 5 000th, so exactly the first 5 000. The tear-down, untimed: the caller
+/// drops its end, so the last filter's next send fails and it returns, which closes the
+/// channel of the one before, and so on back to the generator; every task is joined.
 pub async fn sieve<R: Tasks>() -> Result<Duration, String> {
     let n = SIEVE_PRIMES;
     R::room(n + 1, Alive::Running)?;
@@ -413,33 +389,28 @@ pub async fn sieve<R: Tasks>() -> Result<Duration, String> {
         }
     })?];
     let mut primes: Vec<u32> = Vec::with_capacity(n);
-    let mut failed = None;
-    while failed.is_none() {
-        let Some(p) = R::recv(&mut rx).await else {
-            failed = Some("sieve: the pipeline closed early".to_string());
-            break;
-        };
-        primes.push(p);
-        if primes.len() == n {
-            break;
-        }
-        if let Err(e) = check_budget::<R>(start, primes.len(), n, "primes", 2) {
-            failed = Some(e);
-            break;
-        }
-        let (tx, next) = R::channel::<u32>(0);
-        let input = std::mem::replace(&mut rx, next);
-        match relay::<R, _>(input, tx, None, move |v| (v % p != 0).then_some(v)) {
-            Ok(h) => tasks.push(h),
-            Err(why) => failed = Some(format!("filter {} of {n}: {why}", tasks.len())),
+    let found: Result<(), String> = async {
+        loop {
+            let p = R::recv(&mut rx)
+                .await
+                .ok_or("sieve: the pipeline closed early")?;
+            primes.push(p);
+            if primes.len() == n {
+                return Ok(());
+            }
+            check_budget::<R>(start, primes.len(), n, "primes", 2)?;
+            let (tx, next) = R::channel::<u32>(0);
+            let input = std::mem::replace(&mut rx, next);
+            let filter = relay::<R, _>(input, tx, None, move |v| (v % p != 0).then_some(v));
+            let i = tasks.len();
+            tasks.push(filter.map_err(|why| format!("filter {i} of {n}: {why}"))?);
         }
     }
+    .await;
     let elapsed = start.elapsed();
     drop(rx);
     let joined = join_all::<R, _>(tasks).await;
-    if let Some(e) = failed {
-        return Err(e);
-    }
+    found?;
     joined.map_err(|e| format!("sieve: {e}"))?;
     let primes = &primes;
     let composite = |i: usize| {
@@ -452,11 +423,8 @@ pub async fn sieve<R: Tasks>() -> Result<Duration, String> {
     if let Some(i) = (1..n).find(|&i| primes[i] <= primes[i - 1] || composite(i)) {
         return Err(format!("sieve: {} came after {}", primes[i], primes[i - 1]));
     }
-    expect_eq(
-        "sieve: the last prime",
-        u64::from(primes[n - 1]),
-        SIEVE_LAST_PRIME,
-    )?;
+    let last = u64::from(primes[n - 1]);
+    expect_eq("sieve: the last prime", last, SIEVE_LAST_PRIME)?;
     Ok(elapsed)
 }
 
@@ -481,7 +449,8 @@ async fn spawn_join<R: Tasks>() -> Outcome {
         sum += v;
     }
     let elapsed = t.elapsed();
-    expect_eq("spawn_join: the sum of the results", sum, super::SPAWN_SUM)?;
+    let want = (SPAWN_TASKS * (SPAWN_TASKS - 1) / 2) as u64;
+    expect_eq("spawn_join: the sum of the results", sum, want)?;
     Ok(Measurement::value(per(elapsed, SPAWN_TASKS)))
 }
 
@@ -534,11 +503,13 @@ pub async fn sleep_lateness<R: Tasks>(procs: usize) -> Result<f64, String> {
     Ok(late_us / SLEEP_COUNT as f64)
 }
 
-/// The comparison's mutex: `tasks` tasks share `MUTEX_OPS` lock/increment/unlock
-/// rounds of `R`'s mutex, spawning and joining timed; the final count is checked. ns
-/// per operation.
+/// The comparison's mutex: `tasks` tasks share `MUTEX_OPS` lock/increment/unlock rounds
+/// of `R`'s mutex (spawning and joining timed), the count checked; ns per operation.
 async fn mutex<R: Tasks>(tasks: usize) -> Outcome {
-    let each = ops_per_task(tasks)?;
+    let each = MUTEX_OPS
+        .is_multiple_of(tasks)
+        .then_some(MUTEX_OPS / tasks)
+        .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))?;
     let m = Arc::new(R::mutex());
     let t = Instant::now();
     spawn_n::<R, _>(tasks, || {
@@ -601,8 +572,13 @@ async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     if let Some(i) = woken.iter().position(|&ok| !ok) {
         return Err(format!("spawn_park: task {i} was woken without its value"));
     }
-    Ok(parked(name, n, spawn, t.elapsed(), [before, after])
-        .with(&format!("{name}_pte"), pte as f64 / n as f64))
+    let wake = per(t.elapsed(), n);
+    let per_task = |bytes: u64| bytes as f64 / n as f64;
+    let rss = per_task(after.saturating_sub(before));
+    Ok(Measurement::value(per(spawn, n))
+        .with(&format!("{name}_wake"), wake)
+        .with(&format!("{name}_rss"), rss)
+        .with(&format!("{name}_pte"), per_task(pte)))
 }
 
 /// goro's coroutines.

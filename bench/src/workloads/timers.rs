@@ -1,12 +1,8 @@
-//! The `time` suite on goro: how late a timer's work runs after its deadline, in µs (mean
-//! and max as Go's `avg-late-ns` and `max-late-ns`, p50, p99). A timer that fires early
-//! or a wrong number of times panics (a runtime bug).
-//!
-//! - `SleepLatency/100us`, `/1ms`: one coroutine on an idle runtime sleeps repeatedly (no
-//!   Go benchmark: the netpoller's timed wait); `thread` companions: `std::thread::sleep`.
-//! - `ParallelTimerLatency`, `StaggeredTickerLatency/D/N` (work D, N tickers per P): Go's
-//!   `sleep_test.go` benchmarks of CL 232298 (Go's side: Go's own, which the `go`
-//!   contender runs). They skip unless 2 <= Ps <= CPUs, as in Go.
+//! The `time` suite on goro: Go's `ParallelTimerLatency` and `StaggeredTickerLatency/D/N`
+//! (work D, N tickers per P) of `sleep_test.go` (CL 232298; the `go` contender runs Go's
+//! own). How late a timer's work runs after its deadline, in µs (mean and max as Go's
+//! `avg-late-ns` and `max-late-ns`, p50, p99). They skip unless 2 <= Ps <= CPUs, as in
+//! Go. A timer that fires early or a wrong number of times panics (a runtime bug).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -22,34 +18,23 @@ use crate::harness::{run_bounded, spin_until};
 /// Bounds of one (sub-)benchmark and of each spin-wait in it; past one, a panic.
 const BENCH_TIMEOUT: Duration = Duration::from_secs(120);
 const SPIN_TIMEOUT: Duration = Duration::from_secs(10);
-/// Sleeps per `SleepLatency` run, rounds of `ParallelTimerLatency`, ticks per ticker.
-const SLEEPS: usize = 500;
+/// Rounds of `ParallelTimerLatency`, ticks per ticker.
 const ROUNDS: usize = 300;
 const TICKS: usize = 100;
 
 /// goro's run of a `time` suite workload, from a plain thread.
 pub fn run(name: &str) -> Option<Outcome> {
+    if !matches!(name, "ParallelTimerLatency" | "StaggeredTickerLatency") {
+        return None;
+    }
     let procs = goro::maxprocs();
     let cpus = thread::available_parallelism().map_or(1, |n| n.get());
-    let go_port = matches!(name, "ParallelTimerLatency" | "StaggeredTickerLatency");
-    if go_port && (procs < 2 || cpus < procs) {
+    if procs < 2 || cpus < procs {
         return Some(Err(format!(
             "needs >= 2 Ps and no more Ps than CPUs, as in Go ({procs} Ps, {cpus} CPUs)"
         )));
     }
     Some(Ok(match name {
-        "SleepLatency/100us" | "SleepLatency/1ms" => {
-            let d = Duration::from_micros(if name.ends_with("1ms") { 1000 } else { 100 });
-            let what = name.to_string();
-            let on_goro = run_bounded(BENCH_TIMEOUT, name, move || {
-                sleep_lateness(&what, d, goro::time::sleep)
-            });
-            let on_thread = sleep_lateness(name, d, thread::sleep);
-            Measurement::value(on_goro.p50)
-                .with(&format!("{name}/p99"), on_goro.p99)
-                .with(&format!("{name}/thread/p50"), on_thread.p50)
-                .with(&format!("{name}/thread/p99"), on_thread.p99)
-        }
         "ParallelTimerLatency" => {
             let l = run_bounded(BENCH_TIMEOUT, name, move || parallel_main(procs));
             Measurement::value(l.avg)
@@ -57,7 +42,7 @@ pub fn run(name: &str) -> Option<Outcome> {
                 .with("ParallelTimerLatency/p50", l.p50)
                 .with("ParallelTimerLatency/p99", l.p99)
         }
-        "StaggeredTickerLatency" => {
+        _ => {
             let mut m = Measurement::default();
             let subs = (1..=10)
                 .map(|n| ("300us", 300, n))
@@ -77,7 +62,6 @@ pub fn run(name: &str) -> Option<Outcome> {
             }
             m
         }
-        _ => return None,
     }))
 }
 
@@ -121,14 +105,13 @@ impl Samples {
             all.extend(v);
         }
         all.sort_unstable();
-        let early = all.partition_point(|&late| late < 0);
-        assert_eq!(
-            early, 0,
+        // Not empty: every benchmark has at least one timer and one sample per timer.
+        let n = all.len();
+        assert!(
+            all[0] >= 0,
             "{name}: wake-ups ran BEFORE their deadline (by up to {} ns): a runtime bug",
             -all[0]
         );
-        // Not empty: every benchmark has at least one timer and one sample per timer.
-        let n = all.len();
         let us = |ns: i64| ns as f64 / 1e3;
         let rank = |p: f64| us(super::quantile(&all, p));
         Lateness {
@@ -172,16 +155,6 @@ pub fn all_at_once<R: Send + 'static>(n: usize, f: fn() -> R) -> Vec<R> {
         .collect();
     let join = |h: goro::JoinHandle<R>| h.join().expect("a coroutine panicked");
     handles.into_iter().map(join).collect()
-}
-
-fn sleep_lateness(name: &str, d: Duration, sleep: fn(Duration)) -> Lateness {
-    let s = Samples::new(1);
-    for _ in 0..SLEEPS {
-        let expected = Instant::now() + d;
-        sleep(d);
-        s.record(0, expected);
-    }
-    s.finish(name, SLEEPS)
 }
 
 /// Go's `BenchmarkParallelTimerLatency`: the lateness of 1 ms timers armed by a spinning
