@@ -95,8 +95,10 @@ pub trait Tasks: Sized + 'static {
 }
 
 /// [`Tasks`] as plain calls, for a runtime whose calls block (goro's and may's
-/// coroutines, threads): the blanket impl makes each a ready future and runs each task's
-/// future with [`now`].
+/// coroutines, threads): the blanket impl runs each task's future with [`now`]. Its
+/// `send`, `recv` and `join` do their work when called and return a ready future (no
+/// state machine per operation), so a task's future is made on the task, as
+/// [`Tasks::spawn`] does, never ahead of it.
 pub trait Blocking: Sized + 'static {
     type Handle<T: Send + 'static>: Send;
     type Tx<T: Send + 'static>: Send + 'static;
@@ -146,20 +148,17 @@ impl<B: Blocking> Tasks for B {
     fn recv<T: Send + 'static>(rx: &mut B::Rx<T>) -> impl Future<Output = Option<T>> + Send {
         ready(B::recv(rx))
     }
-    fn yield_now(times: usize) -> impl Future<Output = ()> + Send {
+    async fn yield_now(times: usize) {
         (0..times).for_each(|_| B::yield_now());
-        ready(())
     }
-    fn sleep(d: Duration) -> impl Future<Output = ()> + Send {
+    async fn sleep(d: Duration) {
         B::sleep(d);
-        ready(())
     }
     fn mutex() -> B::Mutex {
         B::Mutex::with_zero()
     }
-    fn increment(m: &B::Mutex, times: usize) -> impl Future<Output = ()> + Send {
+    async fn increment(m: &B::Mutex, times: usize) {
         (0..times).for_each(|_| m.increment());
-        ready(())
     }
     fn count(m: &B::Mutex) -> impl Future<Output = u64> + Send {
         ready(m.count())
@@ -454,13 +453,14 @@ async fn spawn_join<R: Tasks>() -> Outcome {
     Ok(Measurement::value(per(elapsed, SPAWN_TASKS)))
 }
 
-/// Spawns `n` tasks of `f()` and joins them all.
+/// Spawns `n` tasks of `f()` (called on each task) and joins them all.
 async fn spawn_n<R: Tasks, F: Future<Output = ()> + Send + 'static>(
     n: usize,
-    f: impl Fn() -> F,
+    f: impl FnOnce() -> F + Clone + Send + 'static,
 ) -> Result<(), String> {
-    let spawn = |fut: F| R::spawn(move || fut);
-    let handles: Vec<_> = (0..n).map(|_| spawn(f())).collect::<Result<_, _>>()?;
+    let handles: Vec<_> = (0..n)
+        .map(|_| R::spawn(f.clone()))
+        .collect::<Result<_, _>>()?;
     join_all::<R, _>(handles).await.map(drop)
 }
 
@@ -512,10 +512,11 @@ async fn mutex<R: Tasks>(tasks: usize) -> Outcome {
         .ok_or_else(|| format!("mutex: {MUTEX_OPS} operations do not split over {tasks} tasks"))?;
     let m = Arc::new(R::mutex());
     let t = Instant::now();
-    spawn_n::<R, _>(tasks, || {
-        let m = m.clone();
-        async move { R::increment(&m, each).await }
-    })
+    let shared = m.clone();
+    spawn_n::<R, _>(
+        tasks,
+        move || async move { R::increment(&shared, each).await },
+    )
     .await?;
     let elapsed = t.elapsed();
     expect_eq("mutex: the count", R::count(&m).await, MUTEX_OPS as u64)?;
@@ -612,5 +613,39 @@ impl Blocking for Coroutines {
     }
     fn sleep(d: Duration) {
         goro::time::sleep(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contenders::threads::Threads;
+
+    /// A blocking runtime's loops run when their future is polled, not when it is made,
+    /// and `spawn_n` makes each task's future on the task: else `yield` would time every
+    /// yield on the caller, one after the other.
+    #[test]
+    fn work_runs_on_the_tasks() {
+        let m = Threads::mutex();
+        let f = Threads::increment(&m, 3);
+        assert_eq!(m.count(), 0, "increment ran before it was polled");
+        now(f);
+        assert_eq!(m.count(), 3);
+
+        let caller = std::thread::current().id();
+        let on_caller = Arc::new(AtomicUsize::new(0));
+        let seen = on_caller.clone();
+        let task = move || {
+            // Relaxed: a count read after every task is joined.
+            let here = std::thread::current().id() == caller;
+            seen.fetch_add(usize::from(here), Ordering::Relaxed);
+            async {}
+        };
+        now(spawn_n::<Threads, _>(4, task)).unwrap();
+        assert_eq!(
+            on_caller.load(Ordering::Relaxed),
+            0,
+            "a task's future was made on the caller"
+        );
     }
 }
