@@ -65,22 +65,42 @@ mod macros;
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
-// docs/guide.md and docs/caveats.md, as pages of these docs. Their links to each other
-// and to the repository's other files are reference-style; the definitions here come
-// first, so they win over the files' own (which serve readers of the repository).
-// Every Rust block of the guide is a doc test of this module.
+// docs/guide.md, docs/caveats.md, docs/benchmarks.md and the decision records, as
+// pages of these docs. Their links to each other are reference-style; the definitions
+// here come first, so they win over the files' own (which serve readers of the
+// repository) and every link resolves on docs.rs. Every Rust block of the guide is a
+// doc test of this module.
 
 pub mod guide {
     #![doc = "[caveats]: crate::caveats\n\
-              [benchmarks]: <https://github.com/goro-rs/goro/blob/main/docs/benchmarks.md>\n\
-              [hooks-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0002-hooks.md>"]
+              [benchmarks]: crate::benchmarks\n\
+              [hooks-decision]: crate::decisions::hooks"]
     #![doc = include_str!("../docs/guide.md")]
 }
 
 pub mod caveats {
-    #![doc = "[hooks-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0002-hooks.md>\n\
-              [migrate-decision]: <https://github.com/goro-rs/goro/blob/main/docs/decisions/0001-coroutines-migrate-between-threads.md>"]
+    #![doc = "[hooks-decision]: crate::decisions::hooks\n\
+              [migrate-decision]: crate::decisions::migrate"]
     #![doc = include_str!("../docs/caveats.md")]
+}
+
+/// Measured results: goro beside Go, tokio, may and OS threads, with the commands
+/// that made each table.
+pub mod benchmarks {
+    // The tables' footnote marks (`[4]`) are compare's output, not links.
+    #![allow(rustdoc::broken_intra_doc_links)]
+    #![doc = include_str!("../docs/benchmarks.md")]
+}
+
+/// Why goro is built the way it is: the records of its larger decisions.
+pub mod decisions {
+    pub mod migrate {
+        #![doc = "[caveats]: crate::caveats"]
+        #![doc = include_str!("../docs/decisions/0001-coroutines-migrate-between-threads.md")]
+    }
+    pub mod hooks {
+        #![doc = include_str!("../docs/decisions/0002-hooks.md")]
+    }
 }
 
 pub use goro_runtime::{

@@ -14,6 +14,8 @@ use serde::{Deserialize, Serialize};
 pub mod blocking;
 pub mod chan;
 pub mod echo;
+// Go's powser lives with the root example that prints it (one source for both).
+#[path = "../../../examples/powser/series.rs"]
 pub mod powser;
 pub mod sync;
 pub mod tasks;
