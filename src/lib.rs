@@ -127,8 +127,8 @@ pub mod park {
 pub mod sync {
     pub use goro_sync::{
         Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once, OnceLock,
-        RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup,
-        WaitTimeoutResult,
+        OnceState, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit,
+        WaitGroup, WaitTimeoutResult,
     };
 }
 

@@ -272,6 +272,11 @@ impl Builder {
     /// Names the coroutine; the name appears in the stack overflow message and the
     /// coroutine dump, and [`JoinHandle::name`] and [`current_name`](crate::current_name)
     /// return it.
+    ///
+    /// A name with a NUL byte makes `spawn` return `InvalidInput` ("coroutine name may
+    /// not contain interior null bytes"), where std's `Builder::spawn` panics with the
+    /// same words for a thread: goro's builder reports every bad setting as a typed
+    /// error, and `.unwrap()` turns it into std's panic.
     pub fn name(mut self, name: impl Into<String>) -> Builder {
         self.name = Some(name.into());
         self
@@ -321,6 +326,12 @@ impl Builder {
         // Go's newproc, a function call, checks for preemption), rather than lose its
         // P to a retake and spawn without one.
         crate::preempt_point();
+        if self.name.as_deref().is_some_and(|n| n.contains('\0')) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "coroutine name may not contain interior null bytes",
+            ));
+        }
         let name: Option<Arc<str>> = self.name.map(Arc::from);
         let id = sched::spawn_g(name.clone(), self.stack_size, self.pinned, main)?;
         Ok((id, name))

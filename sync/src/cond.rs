@@ -81,6 +81,10 @@ pub struct Cond {
 unsafe impl Send for Cond {}
 // SAFETY: as above.
 unsafe impl Sync for Cond {}
+// As std's Condvar: the notify list is consistent whenever a waiter or notifier can
+// unwind (its nodes live on the waiters' stacks, under the spinlock).
+impl std::panic::UnwindSafe for Cond {}
+impl std::panic::RefUnwindSafe for Cond {}
 
 impl Default for Cond {
     fn default() -> Self {

@@ -62,7 +62,7 @@ pub use mutex::{Mutex, MutexGuard, STARVATION_THRESHOLD_NS};
 #[cfg(not(loom))]
 pub use notify::Notify;
 #[cfg(not(loom))]
-pub use once::Once;
+pub use once::{Once, OnceState};
 #[cfg(not(loom))]
 pub use oncelock::{LazyLock, OnceLock};
 #[cfg(not(loom))]

@@ -236,6 +236,12 @@ pub struct Mutex<T: ?Sized> {
 unsafe impl<T: ?Sized + Send> Send for Mutex<T> {}
 // SAFETY: as above (as std's Mutex).
 unsafe impl<T: ?Sized + Send> Sync for Mutex<T> {}
+// As std's Mutex, whatever T, so `&Mutex` crosses `catch_unwind` without
+// `AssertUnwindSafe`. goro's mutex is not poisoned by a panic (Go's rule, see the
+// module doc): a value a panicking holder left half-updated is what the next holder
+// sees.
+impl<T: ?Sized> std::panic::UnwindSafe for Mutex<T> {}
+impl<T: ?Sized> std::panic::RefUnwindSafe for Mutex<T> {}
 
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`.

@@ -42,6 +42,10 @@ struct State {
 unsafe impl Send for Notify {}
 // SAFETY: as above.
 unsafe impl Sync for Notify {}
+// As std's Condvar: the state is only changed under the lock, by code that cannot
+// panic halfway.
+impl std::panic::UnwindSafe for Notify {}
+impl std::panic::RefUnwindSafe for Notify {}
 
 impl Notify {
     /// A `Notify` with no waiter and no permit.

@@ -3,12 +3,52 @@
 //!
 //! As in Go (and unlike std's `Once`), a panicking function counts as done: later
 //! calls return at once, and the lock is not poisoned.
+//!
+//! [`Gate`] is what [`Once::wait`] and `OnceLock::wait` wait on: a sema count that is
+//! 0 until the value is ready, then flooded with units, so that every waiter's
+//! acquire succeeds. It is the sema table's own protocol (the sema missed-wakeup
+//! rule, `loom_sema`), with no new atomics of its own.
 
 use std::fmt;
 use std::sync::atomic::AtomicU32;
 
+use goro_runtime::park::WaitReason;
+
 use crate::loom::Ordering;
 use crate::mutex::RawMutex;
+use crate::sema;
+
+/// Units an opened gate holds: each waiter that finds it closed takes one, so 2^31
+/// waiters (8 TiB of parked coroutines) would be needed to drain it.
+const GATE_OPEN: u32 = 1 << 31;
+
+/// Waiters for a one-time event wait here until it is opened (see the module doc).
+pub(crate) struct Gate(AtomicU32);
+
+impl Gate {
+    pub(crate) const fn new() -> Gate {
+        Gate(AtomicU32::new(0))
+    }
+
+    /// Waits until `open` has been called. The caller checks its own "done" flag
+    /// first; the acquire's SeqCst CAS pairs with `open`'s, so what was published
+    /// before `open` is visible when this returns.
+    pub(crate) fn wait(&self) {
+        sema::acquire(&self.0, false, WaitReason::Sema);
+    }
+
+    /// Lets every present and future waiter through. Called once per event.
+    pub(crate) fn open(&self) {
+        if sema::release_many(&self.0, GATE_OPEN).is_err() {
+            unreachable!("Gate::open: opened twice");
+        }
+    }
+
+    /// Closes it again, for a cell emptied through `&mut` (nobody can be waiting).
+    pub(crate) fn reset(&mut self) {
+        *self.0.get_mut() = 0;
+    }
+}
 
 /// Runs a function once.
 pub struct Once {
@@ -16,6 +56,23 @@ pub struct Once {
     /// that ran it, under `m`; read by every call (the fast path's only read).
     done: AtomicU32,
     m: RawMutex,
+    /// Opened when `done` is set, for `wait`.
+    gate: Gate,
+}
+
+/// What [`Once::call_once_force`] tells its function (std's `OnceState`).
+#[derive(Debug)]
+pub struct OnceState {
+    _private: (),
+}
+
+impl OnceState {
+    /// Always false: goro's `Once` is never poisoned (a panicking function counts as
+    /// done, Go's rule), so no call finds a poisoned `Once`. std's is true when an
+    /// earlier call panicked.
+    pub fn is_poisoned(&self) -> bool {
+        false
+    }
 }
 
 impl Default for Once {
@@ -30,6 +87,7 @@ impl Once {
         Once {
             done: AtomicU32::new(0),
             m: RawMutex::new(),
+            gate: Gate::new(),
         }
     }
 
@@ -50,6 +108,7 @@ impl Once {
                 // Release: publishes f's effects. On unwind too: a panic counts as done.
                 self.0.done.store(1, Ordering::Release);
                 self.0.m.unlock();
+                self.0.gate.open();
             }
         }
         self.m.lock();
@@ -60,6 +119,40 @@ impl Once {
         }
         let _finish = Finish(self);
         f();
+    }
+
+    /// std's `call_once_force`: as [`call_once`](Once::call_once), with the state
+    /// passed to `f`. goro's `Once` is never poisoned, so this runs `f` exactly when
+    /// `call_once` would, and [`OnceState::is_poisoned`] is false.
+    pub fn call_once_force(&self, f: impl FnOnce(&OnceState)) {
+        self.call_once(|| f(&OnceState { _private: () }))
+    }
+
+    /// Waits until the function has run (returned or panicked), without running it:
+    /// a coroutine parks, a thread blocks, until some `call_once` finishes (std's
+    /// `Once::wait`, which panics where std's `Once` is poisoned; goro's never is).
+    ///
+    /// ```
+    /// use goro::sync::Once;
+    /// use std::sync::Arc;
+    ///
+    /// let once = Arc::new(Once::new());
+    /// let o = once.clone();
+    /// let waiter = goro::go!(move || o.wait());
+    /// once.call_once(|| {});
+    /// waiter.join().unwrap();
+    /// assert!(once.is_completed());
+    /// ```
+    pub fn wait(&self) {
+        if !self.is_completed() {
+            self.gate.wait();
+        }
+    }
+
+    /// The same as [`wait`](Once::wait): std's `wait_force` ignores poisoning, which
+    /// goro's `Once` does not have.
+    pub fn wait_force(&self) {
+        self.wait()
     }
 
     /// Whether the function has run (returned or panicked).

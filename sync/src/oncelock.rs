@@ -14,13 +14,13 @@
 
 use std::cell::UnsafeCell;
 use std::fmt;
-use std::mem::MaybeUninit;
 use std::ops::Deref;
 use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::atomic::AtomicBool;
 
 use crate::loom::Ordering;
 use crate::mutex::RawMutex;
+use crate::once::Gate;
 
 /// A cell written at most once (std's `OnceLock`), for coroutines and threads alike.
 ///
@@ -47,7 +47,13 @@ pub struct OnceLock<T> {
     set: AtomicBool,
     /// Taken by the one initialising, and by those waiting for it.
     m: RawMutex,
-    value: UnsafeCell<MaybeUninit<T>>,
+    /// Opened when `set` is, for `wait`.
+    gate: Gate,
+    /// Some once `set`. An `Option` rather than a `MaybeUninit` with a `Drop` of our
+    /// own: with no `Drop` impl, the drop check is std's, which lets a cell hold a
+    /// reference that dies with the cell (std's `OnceLock` gets there with the unstable
+    /// `#[may_dangle]`).
+    value: UnsafeCell<Option<T>>,
 }
 
 // SAFETY: a shared `OnceLock` hands out `&T` to any thread (so T: Sync) and moves a T
@@ -66,7 +72,8 @@ impl<T> OnceLock<T> {
         OnceLock {
             set: AtomicBool::new(false),
             m: RawMutex::new(),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
+            gate: Gate::new(),
+            value: UnsafeCell::new(None),
         }
     }
 
@@ -76,7 +83,7 @@ impl<T> OnceLock<T> {
         if self.set.load(Ordering::Acquire) {
             // SAFETY: set, so the value is written and never written again while
             // `&self` lives.
-            Some(unsafe { (*self.value.get()).assume_init_ref() })
+            unsafe { (*self.value.get()).as_ref() }
         } else {
             None
         }
@@ -84,12 +91,8 @@ impl<T> OnceLock<T> {
 
     /// The value, mutably, if the cell has one.
     pub fn get_mut(&mut self) -> Option<&mut T> {
-        if *self.set.get_mut() {
-            // SAFETY: set, and `&mut self` makes the borrow unique.
-            Some(unsafe { self.value.get_mut().assume_init_mut() })
-        } else {
-            None
-        }
+        // `&mut self`: nobody else reads or writes the value.
+        self.value.get_mut().as_mut()
     }
 
     /// Puts `value` in the cell if it is empty; else gives it back. Waits if another
@@ -127,12 +130,36 @@ impl<T> OnceLock<T> {
         if !self.set.load(Ordering::Relaxed) {
             let v = f();
             // SAFETY: under `m`, and not set: nobody reads or writes the value.
-            unsafe { (*self.value.get()).write(v) };
+            unsafe { *self.value.get() = Some(v) };
             // Release: publishes the value to the lock-free readers of `get`.
             self.set.store(true, Ordering::Release);
+            self.gate.open();
         }
         // SAFETY: set (by us or before us), and never written again.
-        unsafe { (*self.value.get()).assume_init_ref() }
+        unsafe { (*self.value.get()).as_ref() }.expect("OnceLock: set without a value")
+    }
+
+    /// Waits until the cell has a value, without initialising it: a coroutine parks,
+    /// a thread blocks, until a `set` or `get_or_init` elsewhere succeeds (std's
+    /// `OnceLock::wait`).
+    ///
+    /// ```
+    /// use goro::sync::OnceLock;
+    /// use std::sync::Arc;
+    ///
+    /// let cell = Arc::new(OnceLock::new());
+    /// let c = cell.clone();
+    /// let waiter = goro::go!(move || *c.wait());
+    /// cell.set(7).unwrap();
+    /// assert_eq!(waiter.join().unwrap(), 7);
+    /// ```
+    pub fn wait(&self) -> &T {
+        if let Some(v) = self.get() {
+            return v;
+        }
+        self.gate.wait();
+        self.get()
+            .expect("OnceLock::wait: the gate opened with no value")
     }
 
     /// The value, if any, out of the cell.
@@ -142,12 +169,9 @@ impl<T> OnceLock<T> {
 
     /// Takes the value out, leaving the cell empty.
     pub fn take(&mut self) -> Option<T> {
-        if std::mem::replace(self.set.get_mut(), false) {
-            // SAFETY: it was set; clearing `set` first means it is read out only once.
-            Some(unsafe { self.value.get_mut().assume_init_read() })
-        } else {
-            None
-        }
+        *self.set.get_mut() = false;
+        self.gate.reset();
+        self.value.get_mut().take()
     }
 }
 
@@ -188,12 +212,6 @@ impl<T: fmt::Debug> fmt::Debug for OnceLock<T> {
             Some(v) => f.debug_tuple("OnceLock").field(v).finish(),
             None => f.write_str("OnceLock(<uninit>)"),
         }
-    }
-}
-
-impl<T> Drop for OnceLock<T> {
-    fn drop(&mut self) {
-        drop(self.take());
     }
 }
 
@@ -244,7 +262,8 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
             let f = unsafe { (*this.init.get()).take() };
             match f {
                 Some(f) => f(),
-                None => panic!("LazyLock: the initialiser panicked in an earlier use"),
+                // std's message for a LazyLock whose initialiser panicked.
+                None => panic!("LazyLock instance has previously been poisoned"),
             }
         })
     }
@@ -265,7 +284,7 @@ impl<T, F: FnOnce() -> T> LazyLock<T, F> {
             Some(v) => Ok(v),
             None => Err(init
                 .into_inner()
-                .expect("LazyLock: the initialiser panicked in an earlier use")),
+                .expect("LazyLock instance has previously been poisoned")),
         }
     }
 }

@@ -341,6 +341,39 @@ pub struct Receiver<T> {
     pub(crate) chan: Arc<Chan<T>>,
 }
 
+// As std's mpsc ends: a channel's state changes only under its lock, by code that
+// cannot panic halfway (a value's own destructor runs outside it), so a panic never
+// leaves a channel broken.
+impl<T> std::panic::UnwindSafe for Sender<T> {}
+impl<T> std::panic::RefUnwindSafe for Sender<T> {}
+impl<T> std::panic::UnwindSafe for Receiver<T> {}
+impl<T> std::panic::RefUnwindSafe for Receiver<T> {}
+
+// Channel ends compare and hash by the channel (Go's channels are comparable: two
+// values are equal if they were made by the same `make`), as `same_channel` does.
+impl<T> PartialEq for Sender<T> {
+    fn eq(&self, other: &Sender<T>) -> bool {
+        self.same_channel(other)
+    }
+}
+impl<T> Eq for Sender<T> {}
+impl<T> std::hash::Hash for Sender<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.chan).hash(state)
+    }
+}
+impl<T> PartialEq for Receiver<T> {
+    fn eq(&self, other: &Receiver<T>) -> bool {
+        self.same_channel(other)
+    }
+}
+impl<T> Eq for Receiver<T> {}
+impl<T> std::hash::Hash for Receiver<T> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        Arc::as_ptr(&self.chan).hash(state)
+    }
+}
+
 impl<T> Sender<T> {
     /// Sends `v`, waiting while the channel is full (or, for a rendezvous channel, until
     /// a receiver takes it). Returns the value back if the channel is closed.
