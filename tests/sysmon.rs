@@ -519,8 +519,12 @@ fn dump_names_wait_reasons() {
 
 // ---- whole-process scenarios -------------------------------------------------------
 
-/// Runs this binary's `scenario_child` with `scenario` and extra environment.
-fn run_scenario(scenario: &str, env: &[(&str, &str)]) -> Output {
+/// Runs this binary's `scenario_child` with `scenario` and extra environment, and kills
+/// it if it has not ended after `limit` (then its status has no code). The limit is
+/// kept here, not in a watchdog thread of the child: a thread that sleeps with a
+/// deadline may wake someone, so the deadlock check would rightly never fire beside
+/// one.
+fn run_scenario_for(scenario: &str, env: &[(&str, &str)], limit: Duration) -> Output {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.env(SCENARIO_ENV, scenario)
         .env_remove("GORO_SCHEDTRACE")
@@ -531,13 +535,43 @@ fn run_scenario(scenario: &str, env: &[(&str, &str)]) -> Output {
             "scenario_child",
             "--nocapture",
             "--test-threads=1",
-        ]);
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    with_timeout(Duration::from_secs(60), move || {
-        cmd.output().expect("spawn child")
-    })
+    let mut child = cmd.spawn().expect("spawn child");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break child.wait().expect("wait for the killed child");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
+}
+
+/// [`run_scenario_for`] with a limit no scenario should come near.
+fn run_scenario(scenario: &str, env: &[(&str, &str)]) -> Output {
+    run_scenario_for(scenario, env, Duration::from_secs(30))
 }
 
 fn stderr(o: &Output) -> String {
@@ -560,14 +594,45 @@ fn deadlock_is_reported_with_dump_and_exit_2() {
 
 #[test]
 fn deadlock_detection_can_be_turned_off() {
-    let o = run_scenario("deadlock", &[("GORO_DEADLOCK", "ignore")]);
-    let err = stderr(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(7),
-        "the watchdog should end it:\n{err}"
+    let o = run_scenario_for(
+        "deadlock",
+        &[("GORO_DEADLOCK", "ignore")],
+        Duration::from_millis(1500),
     );
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), None, "the test should kill it:\n{err}");
     assert!(!err.contains("deadlock!"), "{err}");
+}
+
+/// Go's first lesson: a `main` that blocks for ever with no coroutine at all is a
+/// deadlock, reported at once (before, the check started with the first coroutine,
+/// and this hung).
+#[test]
+fn deadlock_reported_with_no_coroutine_at_all() {
+    let o = run_scenario("main_alone", &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+    assert!(
+        err.contains("fatal error: all coroutines are asleep - deadlock!"),
+        "{err}"
+    );
+}
+
+/// A plain thread goro has never seen may still wake the main thread: while it
+/// computes, sleeps or reads, there is no deadlock, coroutine or not.
+#[test]
+fn deadlock_not_reported_while_an_unknown_thread_may_send() {
+    let o = run_scenario("unknown_thread_sends", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
+}
+
+/// A plain thread in a timed wait, before any coroutine exists: no deadlock.
+#[test]
+fn deadlock_not_reported_while_main_alone_waits_with_a_timeout() {
+    let o = run_scenario("main_alone_timed_wait", &[]);
+    assert!(o.status.success(), "stderr:\n{}", stderr(&o));
+    assert!(!stderr(&o).contains("deadlock"));
 }
 
 #[test]
@@ -678,15 +743,52 @@ fn scenario_child() {
     let Ok(scenario) = std::env::var(SCENARIO_ENV) else {
         return;
     };
-    // Never hang: a plain thread the runtime does not know about ends the child.
-    // The deadlock scenario's watchdog is what ends it under GORO_DEADLOCK=ignore.
-    let limit = if scenario == "deadlock" { 1500 } else { 20_000 };
-    std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(limit));
-        eprintln!("watchdog: ending the child");
-        std::process::exit(7);
-    });
+    // Never hang: the parent kills the child after its limit (`run_scenario_for`).
     match scenario.as_str() {
+        "main_alone" => {
+            let (tx, _rx) = goro::chan::channel::<i32>(0);
+            tx.send(1).unwrap(); // nobody will ever receive
+            unreachable!("a rendezvous send with no receiver completed");
+        }
+        "main_alone_timed_wait" => {
+            let (_tx, rx) = goro::chan::channel::<()>(0);
+            for _ in 0..2 {
+                let r = rx.recv_timeout(Duration::from_millis(300));
+                assert_eq!(r, Err(goro::chan::RecvTimeoutError::Timeout));
+            }
+        }
+        "unknown_thread_sends" => {
+            // The feeder never touches goro before its send: it computes, sleeps and
+            // reads a file first, each for longer than the check's grace period.
+            let (tx, rx) = goro::chan::channel::<u64>(0);
+            std::thread::spawn(move || {
+                let t = Instant::now();
+                let mut spins = 0u64;
+                while t.elapsed() < Duration::from_millis(300) {
+                    spins += 1;
+                    std::hint::spin_loop();
+                }
+                std::thread::sleep(Duration::from_millis(300));
+                let (mut r, mut w) = std::os::unix::net::UnixStream::pair().unwrap();
+                let reader = std::thread::spawn(move || {
+                    let mut b = [0u8; 1];
+                    r.read_exact(&mut b).map(|()| b[0])
+                });
+                std::thread::sleep(Duration::from_millis(300));
+                w.write_all(&[5]).unwrap();
+                let byte = reader.join().unwrap().unwrap();
+                tx.send(spins.min(1) + u64::from(byte)).unwrap();
+            });
+            assert_eq!(rx.recv().unwrap(), 6);
+            // And with a coroutine in the mix, parked until the thread sends again.
+            let (tx, rx) = goro::chan::channel::<u64>(0);
+            let parked = goro::go!(move || rx.recv().unwrap());
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                tx.send(9).unwrap();
+            });
+            assert_eq!(parked.join().unwrap(), 9);
+        }
         "deadlock" => {
             // Timer channels nobody can receive from any more: their timers stop with
             // them (Go 1.23), so they do not keep the check off either.

@@ -79,6 +79,10 @@ impl Waiting {
             // Release: the deadlock check that counts us as waiting sees what we did
             // before (its Acquire load pairs with this; see `sysmon::KNOWN_THREADS`).
             sysmon::WAITING_THREADS.fetch_add(1, Ordering::Release);
+            // The check runs in sysmon, which a program that waits on goro before it
+            // spawns any coroutine has not started yet (Go's first lesson: a `main`
+            // blocked for ever on a channel is a deadlock). Once started, a load.
+            sysmon::start();
         }
         Waiting(t.counted)
     }

@@ -88,6 +88,7 @@
 //! accessors ([`m::current_m`]) and never cached across one.
 
 pub(crate) mod allgs;
+pub(crate) mod census;
 pub(crate) mod dump;
 pub(crate) mod g;
 pub(crate) mod idle;

@@ -32,9 +32,13 @@
 //! that will wake up, so a thread in a timed wait never counts as waiting):
 //! `fatal error: all coroutines are asleep - deadlock!`, the dump, exit status 2. The
 //! condition must hold twice, [`DEADLOCK_GRACE_NS`] apart, with no scheduling in
-//! between. A thread the runtime has never seen cannot be counted: a program whose
-//! coroutines will be woken by such a thread turns the check off with
-//! `GORO_DEADLOCK=ignore` (see docs/caveats.md).
+//! between, and then every thread of the process that is not goro's must be asleep for
+//! good (in an untimed futex wait: `census.rs`), since a thread the runtime has never
+//! seen may still wake a coroutine. The check runs from the first goro call that
+//! starts sysmon: a coroutine's spawn, or a plain thread's first untimed wait on the
+//! runtime (`park.rs`), so a `main` that blocks on a channel with no coroutine at all
+//! is reported too, as Go reports it. `GORO_DEADLOCK=ignore` turns it off (see
+//! docs/caveats.md).
 
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, IntoRawFd, OwnedFd, RawFd};
@@ -49,7 +53,7 @@ use std::sync::OnceLock;
 use super::g::GStatus;
 use super::p::PStatus;
 use super::runq::runq_empty;
-use super::{rt, timers, Runtime};
+use super::{census, rt, timers, Runtime};
 use crate::stack::pool::SCAVENGE_PERIOD_NS;
 use crate::timers::nanotime;
 
@@ -245,7 +249,12 @@ struct Seen {
     resample_at: Option<i64>,
 }
 
+/// sysmon's thread id, for the census (written once by sysmon, read by sysmon).
+static SYSMON_TID: AtomicI32 = AtomicI32::new(0);
+
 fn run() {
+    // Relaxed: only sysmon reads it.
+    SYSMON_TID.store(nix::unistd::gettid().as_raw(), Ordering::Relaxed);
     // Sleeps of tens of microseconds want no timer slack (50 µs by default). It cannot
     // fail for a value of 1 ns; were it to, sysmon would only sleep a little longer.
     let _ = nix::sys::prctl::set_timerslack(1);
@@ -298,10 +307,16 @@ fn run() {
                 let progress = progress_mark(rt, procs);
                 match deadlock_since {
                     Some((since, mark)) if mark == progress && no_g_runs(rt) => {
-                        if now - since >= DEADLOCK_GRACE_NS {
+                        if now - since < DEADLOCK_GRACE_NS {
+                            timeout = Some(DEADLOCK_GRACE_NS - (now - since));
+                        } else if census::others_asleep_for_good(|tid| goro_thread(rt, tid)) {
                             report_deadlock();
+                        } else {
+                            // A thread goro does not know may still wake someone: look
+                            // again, from a first sighting, a grace period later.
+                            deadlock_since = None;
+                            timeout = Some(DEADLOCK_GRACE_NS);
                         }
-                        timeout = Some(DEADLOCK_GRACE_NS - (now - since));
                     }
                     Some((_, mark)) if mark == progress => deadlock_since = None,
                     _ => {
@@ -642,6 +657,12 @@ fn nothing_pending(rt: &Runtime) -> bool {
         && timers::earliest() == 0
         && rt.netpoll.registered() == 0
         && !rt.netpoll.has_waiters()
+}
+
+/// Whether `tid` is one of goro's threads: sysmon or an M.
+fn goro_thread(rt: &Runtime, tid: i32) -> bool {
+    // Relaxed: written by this thread (`run`).
+    tid == SYSMON_TID.load(Ordering::Relaxed) || rt.allm.lock().iter().any(|m| m.tid == tid)
 }
 
 /// Whether no coroutine runs or is in a blocking call (a scan of all of them).
