@@ -1,31 +1,64 @@
-//! goro: Go-style M:N green threads for Rust.
+//! Go's concurrency for Rust: goroutines, channels and `select!`, on stackful
+//! coroutines that a Go-style scheduler multiplexes over a few OS threads.
 //!
-//! Stackful coroutines ("goroutines") multiplexed over OS threads by a G/M/P scheduler
-//! built the way Go's runtime is built. Write `go!(move || ...)`, block as if on
-//! threads, pay coroutine prices.
+//! Write each task as plain blocking code — a loop that receives, computes and sends —
+//! spawn it with [`go!`], and let channels carry the values. A coroutine that blocks
+//! (on a channel, a lock, a socket, a sleep) parks, and its thread runs other
+//! coroutines meanwhile; a parked coroutine costs about 4 KiB, so a program can have a
+//! million.
 //!
 //! ```
-//! let h = goro::go!(move || 6 * 7);
-//! assert_eq!(h.join().unwrap(), 42);
+//! use goro::chan::{after, channel};
+//! use std::time::Duration;
+//!
+//! // Workers square numbers from one channel onto another.
+//! let (jobs, inbox) = channel::<u64>(0);
+//! let (results, outbox) = channel::<u64>(16);
+//! for _ in 0..4 {
+//!     let (inbox, results) = (inbox.clone(), results.clone());
+//!     goro::go!(move || {
+//!         for n in inbox.iter() {
+//!             results.send(n * n).unwrap();
+//!         }
+//!     });
+//! }
+//! drop(results); // the workers hold the senders now
+//! goro::go!(move || (1..=10).for_each(|n| jobs.send(n).unwrap())); // then closes
+//!
+//! let mut sum = 0;
+//! let deadline = after(Duration::from_secs(10));
+//! loop {
+//!     goro::select! {
+//!         recv(outbox) -> r => match r {
+//!             Ok(sq) => sum += sq,
+//!             Err(_) => break, // every worker is done
+//!         },
+//!         recv(deadline) -> _ => panic!("too slow"),
+//!     }
+//! }
+//! assert_eq!(sum, 385);
 //! ```
 //!
-//! This crate is the facade: the [`go!`] macro and re-exports. The runtime lives in
-//! `goro-runtime`. Start with the [guide]; [caveats] lists the rules a goro user must
-//! know (thread-bound values across a blocking call, stack sizes, what blocks a P).
+//! # Where things are
 //!
-//! goro runs on Linux only (x86_64 and aarch64): it needs epoll, eventfd and timerfd,
-//! and uses `membarrier` (4.14+), `pidfd_open` (5.3+) and guard-page installs (6.13+)
-//! where the kernel has them, with a slower fallback where not. Below 6.13 each
-//! stack's guard is a separate mapping, so `vm.max_map_count` (65 530 by default) caps
-//! a process near 32 000 live coroutines; allocation beyond it is a typed error.
-//!
-//! Spawning, shaped like `std::thread`: [`go!`] / [`spawn`] / [`Builder`] and
-//! [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
-//! borrow from the caller, [`JoinSet`] to join in completion order,
-//! [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
-//! between threads, [`current_id`] and [`current_name`]. [`block_on`] runs a `Future`
-//! on the calling coroutine or thread. [`Config`] sets the runtime up in code before
-//! it starts (otherwise the `GORO_*` environment variables do, at the first goro call).
+//! - Spawning, shaped like `std::thread`: [`go!`] / [`spawn`] / [`Builder`] and
+//!   [`JoinHandle`] (with [`JoinHandle::join_timeout`]), [`scope`] for coroutines that
+//!   borrow from the caller, [`JoinSet`] to join in completion order,
+//!   [`coroutine_local!`] for what `thread_local!` cannot be on a coroutine that moves
+//!   between threads. [`block_on`] runs a `Future` on the calling coroutine or thread.
+//! - [`chan`] and [`select!`]: Go's channels, timer channels; [`sync`]: `Mutex`,
+//!   `RwLock`, `WaitGroup`, `Once`, `Cond`, `Semaphore` and std's cells; [`time`]:
+//!   sleeping and timers.
+//! - [`net`], [`io`], [`process`], [`signal`], [`fs`]: sockets, pipes, child processes
+//!   and signals that park the coroutine instead of its thread; [`blocking`] for any
+//!   other call that blocks. The `hooks` feature does the same for std's own sleep and
+//!   sockets, in crates that never heard of goro.
+//! - [`debug`]: the coroutine dump and the scheduler's counts; [`Config`] sets the
+//!   runtime up in code (otherwise the `GORO_*` environment variables do, at the
+//!   first goro call).
+//! - Pages: the [guide] (goro for a Go programmer), the [caveats] (the rules a goro
+//!   user must know: thread-bound values across a blocking call, stack sizes, what
+//!   blocks a thread), the [benchmarks] and the design [decisions].
 //!
 //! ```
 //! use std::cell::Cell;
@@ -57,6 +90,21 @@
 //! assert_eq!(h.name(), Some("late"));
 //! assert_eq!(h.join().unwrap().as_deref(), Some("late"));
 //! ```
+//!
+//! # Using it
+//!
+//! The package is `goro-rt` (crates.io's `goro` is another project's); its library
+//! is `goro`, so `goro-rt = "0.1"` in `[dependencies]` and `goro::` in code. This crate
+//! is the facade, the [`go!`] macro and re-exports; the runtime lives in
+//! `goro-runtime`, the locks and channels in `goro-sync`.
+//!
+//! # Requirements
+//!
+//! Linux only (x86_64 and aarch64): goro needs epoll, eventfd and timerfd, and uses
+//! `membarrier` (4.14+), `pidfd_open` (5.3+) and guard-page installs (6.13+) where the
+//! kernel has them, with a slower fallback where not. Below 6.13 each stack's guard is
+//! a separate mapping, so `vm.max_map_count` (65 530 by default) caps a process near
+//! 32 000 live coroutines; allocation beyond it is a typed error.
 
 mod macros;
 
