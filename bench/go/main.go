@@ -67,6 +67,7 @@ var workloads = map[string]func() (float64, error){
 	"ticker/none":     func() (float64, error) { return ticker("none") },
 	"ticker/sleep":    func() (float64, error) { return ticker("sleep") },
 	"ticker/cpu":      func() (float64, error) { return ticker("cpu") },
+	"fairness":        fairness,
 }
 
 // benchmarks are the ports of Go's own benchmarks: the function, and the metric that

@@ -78,8 +78,9 @@ pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 pub use sched::syscall::blocking;
 pub use sched::sysmon::preempt_point;
 
-/// Yields the processor to other coroutines: the caller goes to the back of its P's
-/// run queue (Go: `runtime.Gosched`). On a plain thread, `std::thread::yield_now`.
+/// Yields the processor to other coroutines (Go: `runtime.Gosched`): the caller goes
+/// behind whatever waits in the global run queue, or to the back of its P's own queue
+/// if nothing does. On a plain thread, `std::thread::yield_now`.
 #[inline]
 pub fn yield_now() {
     sched::yield_now();

@@ -99,6 +99,7 @@ impl Contender for Goro {
         if let Some(m) = workloads::sync::measure(name, Impl::Goro)
             .or_else(|| workloads::timers::run(name))
             .or_else(|| workloads::blocking::run(name).map(Ok))
+            .or_else(|| workloads::fairness::run(name).map(Ok))
         {
             return m;
         }

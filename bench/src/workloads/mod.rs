@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub mod blocking;
 pub mod chan;
 pub mod echo;
+pub mod fairness;
 // Go's powser lives with the root example that prints it (one source for both).
 #[path = "../../../examples/powser/series.rs"]
 pub mod powser;
@@ -31,7 +32,7 @@ pub enum Suite {
     Sync,
     /// Timers: sleep lateness, Go's timer latency benchmarks.
     Time,
-    /// Tasks: spawn+join, yield, spawn-and-park (RSS per parked task).
+    /// Tasks: spawn+join, yield, spawn-and-park (RSS per parked task), fairness at one P.
     Proc,
     /// Echo servers at 1, 50 and 500 connections.
     Echo,
@@ -93,6 +94,7 @@ const fn higher(name: &'static str, unit: &'static str) -> Row {
     }
 }
 
+const P1: &[usize] = &[1];
 const P2: &[usize] = &[2];
 const P12: &[usize] = &[1, 2];
 
@@ -166,6 +168,8 @@ workloads! {
     + Proc P2 row("spawn_park_10k", "ns/spawn") PARK_10K;
     + Proc P2 row("spawn_park_100k", "ns/spawn") PARK_100K;
     + Proc P2 row("spawn_park_1m", "ns/spawn") PARK_1M;
+    Proc P1 row("fairness", "hog/light")
+        &[row("fairness/wake_p50", "ms"), row("fairness/wake_max", "ms")];
     // Echo servers.
     Echo P2 higher("echo/1", "req/s") ECHO_1;
     + Echo P2 higher("echo/50", "req/s") ECHO_50;

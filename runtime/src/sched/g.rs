@@ -81,8 +81,12 @@ impl GStatus {
 
 /// What a G asks of its M when it suspends.
 pub(crate) enum Request {
-    /// `yield_now`: put me at the tail of the local run queue.
+    /// `yield_now`: put me behind the global queue if anything waits there, else at
+    /// the tail of the local run queue.
     Yield,
+    /// sysmon ended my time slice (a preemption point saw the request): as `Yield`,
+    /// and the P looks at the global queue first when it picks the next G.
+    Preempt,
     /// `park_commit`: run this commit action (a closure on my stack, which stays valid
     /// while I am suspended), then park me unless I was woken already.
     Park(*mut (dyn FnMut() + 'static)),

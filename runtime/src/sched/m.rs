@@ -322,15 +322,6 @@ impl M {
         self.shared.lost_p_at.store(0, Ordering::Relaxed);
         self.own(p);
         self.p.set(Some(p));
-        {
-            // SAFETY: we hold `p` now (above) and this is our borrow count; no leave.
-            let held = unsafe { HeldP::new(p, &self.p_borrows, None) };
-            // A P that was idle starts afresh: the inheritance streak bounds a chain of
-            // hand-offs within one run, and a coroutine woken on an idle P (a timer,
-            // a poll) again and again is no such chain. Left counting, it would send
-            // that coroutine behind the queue once other work arrives.
-            held.local().streak.set(0);
-        }
         // A request to yield meant for the last holder's slice is void (after a retake
         // it would make the first coroutine this M runs yield at once). Relaxed: a
         // hint, as everywhere.

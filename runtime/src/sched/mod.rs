@@ -16,8 +16,9 @@
 //!
 //! # Finding work (`schedule`, `find_runnable`)
 //!
-//! In order: once every [`GLOBAL_CHECK_TICKS`] ticks the global queue first (so it
-//! cannot starve); `runnext`; the local queue; the global queue; then, if few enough Ms
+//! In order: once every [`GLOBAL_CHECK_TICKS`] ticks, and right after sysmon ended a
+//! slice, the global queue first (so it cannot starve; see "time slices"); `runnext`;
+//! the local queue; the global queue; then, if few enough Ms
 //! are spinning already, stealing: [`STEAL_ROUNDS`] rounds over the other Ps from a
 //! random start, half a victim's queue at a time, and in the last round its `runnext`.
 //! Idle and spinning Ms read the **work summary** first — one bit per P that may have
@@ -37,10 +38,34 @@
 //! ~70 µs). A victim that is idle, or whose M is in a blocking call, cannot run the G:
 //! it is taken at once (Go commit 868c8b37).
 //!
-//! Inheriting is bounded: after [`RUNNEXT_STREAK_MAX`] consecutive hand-offs through
-//! `runnext`, a readied G goes to the queue tail instead, so a ping-ponging pair cannot
-//! starve the rest of the P's queue (nor the global queue, whose check counts ticks
-//! that inheriting Gs do not advance).
+//! # Time slices
+//!
+//! A G that starts from the local or global queue starts a slice: the P's tick moves.
+//! A G from `runnext` inherits the running slice, and the tick stays. sysmon watches
+//! each P's tick and asks the running G to yield once one tick has lasted
+//! `PREEMPT_AFTER_NS` (10 ms), so a slice ends on *time*, however many hand-offs a
+//! ping-ponging pair makes within it, and whatever work each does (Go: `runqput(next)`
+//! and `execute(inheritTime)`, ended by sysmon's `preemptone`). (Before, a count of 64
+//! hand-offs ended a slice: a pair that hands off every microsecond lost its P after
+//! 64 µs, one that hands off every millisecond kept it for 10 ms, 150-600x the CPU.)
+//!
+//! Where a G that stops running goes (Go: `goschedImpl`, `gopreempt_m`):
+//!
+//! - preempted (sysmon's request, seen at a preemption point): behind the global
+//!   queue, and the P takes the global queue's head next, so whatever waits there
+//!   (coroutines readied from plain threads, by the poller, by a retired P, returning
+//!   from a blocking call without a P) runs when the slice it waited behind ends;
+//! - yielded (`yield_now`): behind the global queue, as Go's `Gosched`, but for the
+//!   fast path: with the global queue empty, at the local queue's tail, which is where
+//!   the global queue would have it run too and costs no shared queue;
+//! - in both cases with an empty global queue: the local tail (so a lone pair on a P
+//!   with nothing else to do just starts another slice).
+//!
+//! goro departs from Go in one place: after a preemption the P looks at the global
+//! queue *first*, where Go waits for its 61st tick. Ticks move once per slice while
+//! pairs inherit, so Go's global queue can wait 61 slices behind a P whose local queue
+//! never empties (three pairs taking turns); here it waits for the slices of the Gs
+//! queued globally before it.
 //!
 //! # The spinning protocol
 //!
@@ -120,7 +145,8 @@ pub(crate) use park::park_current_g;
 pub(crate) use schedule::{ready, spawn_g, wakep, yield_now};
 
 pub use crate::config::MAX_PROCS;
-/// Every this many scheduling ticks a P looks at the global queue before its own.
+/// Every this many scheduling ticks a P looks at the global queue before its own (Go:
+/// `schedtick%61`; also right after a preemption, see "time slices").
 pub(crate) const GLOBAL_CHECK_TICKS: u32 = 61;
 /// Rounds of stealing over all Ps before a spinning M gives up.
 pub(crate) const STEAL_ROUNDS: usize = 4;
@@ -130,8 +156,6 @@ pub(crate) const RUNNEXT_BACKOFF_NS: u64 = 3_000;
 pub(crate) const BACKOFF_CHECK_NS: u64 = 1_000;
 /// Pause between two steal passes of a spinning M.
 pub(crate) const SPIN_PASS_GAP_NS: u64 = 2_000;
-/// Consecutive `runnext` hand-offs a P allows before readied Gs go to the queue tail.
-pub(crate) const RUNNEXT_STREAK_MAX: u32 = 64;
 /// How long a spinning M keeps looking for work while another P is busy before it
 /// parks. Go's spinning Ms end up sleeping ~50 µs in their runnext back-off (a 3 µs
 /// usleep stretched by timer slack), which keeps them spinning that long; goro spins

@@ -13,7 +13,7 @@
 //!
 //! sysmon, seeing a running P whose holder is outside and stuck (its thread's CPU
 //! clock stood still past `RETAKE_AFTER_NS` and the thread sleeps in the kernel, or
-//! its slice has outlasted the preempt request by the grace, `RETAKE_CPU_NS`),
+//! it has run on past the preempt request by the grace, `PREEMPT_GRACE_NS`),
 //! *requests* the P (a CAS `epoch|NONE -> epoch|REQUESTED`), runs the barrier
 //! (`membarrier::sysmon_side`: `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, a full
 //! barrier on every CPU that runs one of our threads), reads the holder's flag again
@@ -397,8 +397,10 @@ pub(crate) struct PLocal {
     pub(crate) runq: Worker<GRef>,
     /// Scheduling ticks: Gs started with a fresh time slice.
     pub(crate) tick: Cell<u32>,
-    /// Consecutive Gs that inherited the time slice through `runnext`.
-    pub(crate) streak: Cell<u32>,
+    /// Set when a G honoured sysmon's request to end its slice: the next pick takes the
+    /// global queue's head first, and whatever it picks starts a fresh slice, even from
+    /// `runnext` ("time slices" in `sched`'s doc).
+    pub(crate) slice_ended: Cell<bool>,
     /// Cached coroutine stacks.
     pub(crate) stacks: StackCache,
     /// Dead Gs for the next spawns.
@@ -429,7 +431,7 @@ impl P {
             local: UnsafeCell::new(PLocal {
                 runq,
                 tick: Cell::new(0),
-                streak: Cell::new(0),
+                slice_ended: Cell::new(false),
                 stacks: StackCache::default(),
                 shells: GShells::default(),
                 goid_next: Cell::new(0),

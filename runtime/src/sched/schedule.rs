@@ -18,8 +18,8 @@ use super::p::{fastrand, HeldP, PStatus, P};
 use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
 use super::timers;
 use super::{
-    fatal, rt, rt_started, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, RUNNEXT_STREAK_MAX,
-    SPIN_BUDGET_NS, SPIN_PASS_GAP_NS, STEAL_ROUNDS,
+    fatal, rt, rt_started, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, SPIN_BUDGET_NS,
+    SPIN_PASS_GAP_NS, STEAL_ROUNDS,
 };
 use crate::stack::{self, overflow};
 
@@ -80,14 +80,27 @@ fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
         return None;
     }
     timers::check_timers(&p);
-    let tick = p.local().tick.get();
-    if tick % GLOBAL_CHECK_TICKS == 0 {
-        // Now and then run other Ps' due timers too: a P stuck in a long coroutine
-        // holds its timers until an idle P steals them, and there may be none.
-        timers::steal_timers(&p);
+    let local = p.local();
+    if local.tick.get() % GLOBAL_CHECK_TICKS == 0 || local.slice_ended.get() {
+        return schedule_turn(&p);
     }
-    if tick % GLOBAL_CHECK_TICKS == 0 && !rt.injector.is_empty() {
-        // Fairness: now and then the global queue goes before the local one.
+    runq_get(&p)
+}
+
+/// `schedule_local` on its 61st tick, or after sysmon ended a slice: other Ps' due
+/// timers, then the global queue before the local one (fairness); after a slice that
+/// sysmon ended, whatever runs next starts a fresh slice.
+#[cold]
+fn schedule_turn(p: &HeldP<'_>) -> Option<(GRef, bool)> {
+    let rt = rt_started();
+    let local = p.local();
+    let ended = local.slice_ended.replace(false);
+    if local.tick.get() % GLOBAL_CHECK_TICKS == 0 {
+        // A P stuck in a long coroutine holds its timers until an idle P steals them,
+        // and there may be none.
+        timers::steal_timers(p);
+    }
+    if !rt.injector.is_empty() {
         loop {
             match rt.injector.steal() {
                 Steal::Success(g) => return Some((g, false)),
@@ -96,7 +109,9 @@ fn schedule_local(m: &'static M) -> Option<(GRef, bool)> {
             }
         }
     }
-    runq_get(&p)
+    // A `runnext` G would inherit the slice that just ended, and sysmon would find it
+    // over at once (or, its holder outside goro, retake the P).
+    runq_get(p).map(|(g, inherit)| (g, inherit && !ended))
 }
 
 /// Finds a G, stealing or sleeping as needed (Go: findRunnable). Returns with the M
@@ -371,12 +386,12 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     {
         let p = m.held_p();
         let local = p.local();
-        if inherit {
-            local.streak.set(local.streak.get() + 1);
-        } else {
+        // A G from `runnext` inherits the running slice: the tick stays, so sysmon's
+        // clock for the slice keeps running and ends it on time, however many hand-offs
+        // it holds (Go: execute's inheritTime; "time slices" in the module doc).
+        if !inherit {
             let t = local.tick.get().wrapping_add(1);
             local.tick.set(t);
-            local.streak.set(0);
             // Relaxed: sysmon only compares successive values.
             p.tick_pub.store(t, Ordering::Relaxed);
             // A new time slice: a request to yield meant for the last one is void
@@ -407,17 +422,30 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
         overflow::set_running(std::ptr::null());
         m.set_curg(std::ptr::null());
         match r {
-            CoroutineResult::Yield(Request::Yield) => {
+            CoroutineResult::Yield(request @ (Request::Yield | Request::Preempt)) => {
                 if !held {
                     return requeue_without_p(g);
                 }
                 let p = m.held_p();
-                if g.pinned && runq_empty(p.p()) && rt.injector.is_empty() {
+                let global_empty = rt.injector.is_empty();
+                if g.pinned && runq_empty(p.p()) && global_empty {
                     // Nothing else to run: spare the pinned G two hand-offs.
                     continue;
                 }
                 g.transition(GStatus::Running, GStatus::Runnable);
-                runq_put(&p, g, false);
+                if matches!(request, Request::Preempt) {
+                    p.local().slice_ended.set(true);
+                }
+                if global_empty {
+                    // Behind this P's queue: where the global queue would have it run
+                    // too, without the queue's cost ("time slices" in the module doc).
+                    runq_put(&p, g, false);
+                } else {
+                    // Behind what waits in the global queue (Go: goschedImpl), which
+                    // this P's queue would otherwise keep waiting while a pair inherits;
+                    // after a preemption, what waits there runs next (`schedule_turn`).
+                    publish_global(g);
+                }
                 return;
             }
             CoroutineResult::Yield(Request::Park(commit)) => {
@@ -553,16 +581,13 @@ pub(crate) fn handoffp(p: &'static P) {
 }
 
 /// Makes `g` runnable (Go: ready). From an M that holds a P, `g` goes to that P's
-/// `runnext` (unless the slice has been inherited too often already); from anywhere
-/// else, to the global queue. Then wakes an idle P if no M is spinning.
+/// `runnext`, to run next and inherit the slice; from anywhere else, to the global
+/// queue. Then wakes an idle P if no M is spinning.
 pub(crate) fn ready(g: GRef) {
     g.transition(GStatus::Waiting, GStatus::Runnable);
     let m = current_m();
     match m.and_then(|m| m.p()) {
-        Some(p) => {
-            let next = p.local().streak.get() < RUNNEXT_STREAK_MAX;
-            publish(&p, g, next);
-        }
+        Some(p) => publish(&p, g, true),
         None => publish_global(g),
     }
     wakep();
@@ -702,8 +727,9 @@ fn alloc_goid(p: Option<&HeldP<'_>>) -> u64 {
     id
 }
 
-/// Yields the processor: the running coroutine goes to the tail of its P's queue
-/// (Go: Gosched). On a plain thread, `std::thread::yield_now`.
+/// Yields the processor (Go: Gosched): the running coroutine goes behind the global
+/// queue if anything waits there, else to the tail of its P's queue (see `execute`).
+/// On a plain thread, `std::thread::yield_now`.
 #[inline]
 pub(crate) fn yield_now() {
     let g = current_g_ptr();
@@ -713,4 +739,13 @@ pub(crate) fn yield_now() {
     }
     // SAFETY: `g` is the running G (alive while it runs) and we are on its stack.
     unsafe { (*g).suspend(Request::Yield) };
+}
+
+/// Ends the running coroutine's time slice at sysmon's request (Go: gopreempt_m): as
+/// `yield_now`, and the P looks at the global queue first. Only from a coroutine.
+pub(crate) fn preempt_yield() {
+    let g = current_g_ptr();
+    debug_assert!(!g.is_null(), "preempt_yield off a coroutine");
+    // SAFETY: as in `yield_now`; the caller checked that a coroutine is running.
+    unsafe { (*g).suspend(Request::Preempt) };
 }

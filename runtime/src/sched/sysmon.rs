@@ -61,14 +61,17 @@ use crate::timers::nanotime;
 pub(crate) const RETAKE_AFTER_NS: i64 = 20_000;
 /// A coroutine running this long without a scheduling point is asked to yield.
 pub(crate) const PREEMPT_AFTER_NS: i64 = 10_000_000;
-/// A coroutine whose slice has lasted this long and that is outside goro (so it has
-/// not honoured the preempt request of `PREEMPT_AFTER_NS` within the 2 ms grace) loses
-/// its P anyway: its thread keeps running it, and the P runs the others. The grace
-/// (two sysmon rounds while it computes) lets a coroutine that makes a goro call every
-/// millisecond or so yield cooperatively, which costs no thread; it is short enough
-/// that a ticker beside a CPU loop is about as late as Go's beside a loop Go preempts
-/// with a signal (docs/benchmark-journal.md, "Blocking code without wrappers").
-pub(crate) const RETAKE_CPU_NS: i64 = PREEMPT_AFTER_NS + 2_000_000;
+/// A coroutine outside goro that has not honoured the preempt request of
+/// `PREEMPT_AFTER_NS` this long after it was made loses its P anyway (so ~12 ms into
+/// its slice): its thread keeps running it, and the P runs the others. Measured from
+/// the request by the wall clock and by the thread's CPU clock both, so a thread that
+/// only waited for a CPU (or a sysmon that looked late) does not count as ignoring it.
+/// The grace (two sysmon rounds while it computes) lets a coroutine that makes a goro
+/// call every millisecond or so yield cooperatively, which costs no thread; it is short
+/// enough that a ticker beside a CPU loop is about as late as Go's beside a loop Go
+/// preempts with a signal (docs/benchmark-journal.md, "Blocking code without
+/// wrappers").
+pub(crate) const PREEMPT_GRACE_NS: i64 = 2_000_000;
 /// While any coroutine runs, sysmon looks at least this often: a thread that blocks in
 /// the kernel without telling goro loses its P within about this long (plus a second
 /// sample of its CPU clock, `RETAKE_AFTER_NS` later), or sooner if a timer falls due
@@ -95,9 +98,10 @@ const IDLE_BACKSTOP_NS: i64 = 1_000_000;
 pub(crate) const DEADLOCK_GRACE_NS: i64 = 100_000_000;
 
 /// Set when any P has its preempt flag set: the one load on preemption points' fast
-/// path. Written by sysmon only (each round, from the Ps' flags); read by every
-/// preemption point. Relaxed: a stale value costs one check of the P's own flag, or
-/// delays a yield by one sysmon round.
+/// path. Written by sysmon (each round, from the Ps' flags) and by a preemption point
+/// that took its P's request (from the other Ps' flags); read by every preemption
+/// point. Relaxed: a stale value costs one check of the P's own flag, or delays a
+/// yield by one sysmon round.
 pub(crate) static PREEMPT_ANY: AtomicBool = AtomicBool::new(false);
 
 /// The wake pipe's write end, -1 before sysmon starts (a raw fd in an atomic, so the
@@ -225,8 +229,16 @@ fn preempt_slow() {
         Some(p) => p.preempt.swap(false, Ordering::Relaxed),
         None => return,
     };
+    // Our request is taken (or was, by an earlier point): the hint stays up only for
+    // another P's. Left up until sysmon's next round, it would send every preemption
+    // point of a busy program here for up to a round (a round is up to a millisecond,
+    // and a slice that sysmon ends now ends every 10 ms). A request sysmon makes for
+    // another P while we look may be hidden until its next round, as any stale hint.
+    let rt = super::rt_started();
+    let others = (0..rt.procs()).any(|id| rt.p(id).preempt.load(Ordering::Relaxed));
+    PREEMPT_ANY.store(others, Ordering::Relaxed); // Relaxed: a hint
     if asked {
-        super::yield_now();
+        super::schedule::preempt_yield();
     }
 }
 
@@ -244,6 +256,10 @@ struct Seen {
     slice_since: i64,
     /// The holder's CPU time at the last sample, and when it was taken.
     cpu: Option<(i64, i64)>,
+    /// When sysmon first asked this slice's holder to yield, and the holder's CPU time
+    /// at the first sample after that (None: not asked, not sampled, or unknown).
+    asked_at: Option<i64>,
+    asked_cpu: Option<i64>,
     /// A second look wanted soon (the holder's thread did not use the CPU all the time
     /// since the last sample: it may be blocked), else at the next round.
     resample_at: Option<i64>,
@@ -536,8 +552,11 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
                     s.sched_when = now;
                     s.slice_since = now;
                     s.cpu = None;
+                    s.asked_at = None;
+                    s.asked_cpu = None;
                     s.resample_at = None;
                 } else if now - s.sched_when >= PREEMPT_AFTER_NS {
+                    s.asked_at.get_or_insert(now);
                     // Relaxed: a hint, as above.
                     p.preempt.store(true, Ordering::Relaxed);
                     s.sched_when = now; // ask again in another slice if need be
@@ -568,13 +587,17 @@ fn retake(rt: &Runtime, now: i64, procs: usize, seen: &mut [Seen]) -> (bool, boo
 /// sysmon sees this slice for the first time, and only takes a first sample): if its
 /// holder is outside goro and its thread has not used the CPU since the last sample
 /// (blocked in the kernel: a sleep, a futex, a socket, a disk, foreign code), or
-/// has run user code for `RETAKE_CPU_NS` without honouring the preempt request, takes
+/// has run user code for `PREEMPT_GRACE_NS` past the preempt request, takes
 /// the P and hands it to another M (see "the retake handshake" in `p.rs`). Returns
 /// whether it did.
 fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh: bool) -> bool {
     let Some((_, owner)) = p.owner.lock().clone() else {
         return false;
     };
+    let cpu = owner.cpu_ns();
+    if s.asked_at.is_some() && s.asked_cpu.is_none() {
+        s.asked_cpu = cpu;
+    }
     // Relaxed: a hint for whether to sample; the handshake below decides.
     if owner.outside.load(Ordering::Relaxed) == 0 {
         // Inside goro now (looking for work, or a goro call that does not schedule): it
@@ -583,7 +606,6 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
         s.resample_at = None;
         return false;
     }
-    let cpu = owner.cpu_ns();
     // The thread's CPU time since the last sample, and the time that has passed.
     let since = match (s.cpu, cpu) {
         (Some((c, at)), Some(n)) => Some((n - c, now - at)),
@@ -598,7 +620,16 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
         }
         _ => false,
     };
-    let ignores_preempt = now - s.slice_since >= RETAKE_CPU_NS;
+    // Asked to yield PREEMPT_GRACE_NS ago, and it has run that long since (by its own
+    // CPU clock, from the first sample after the request): a thread that waited for a
+    // CPU meanwhile (an oversubscribed machine, or sysmon itself late to look) had no
+    // chance to honour the request yet, and taking its P would only add a thread to the
+    // crowd.
+    let ignores_preempt = s.asked_at.is_some_and(|at| now - at >= PREEMPT_GRACE_NS)
+        && match (cpu, s.asked_cpu) {
+            (Some(c), Some(c0)) => c - c0 >= PREEMPT_GRACE_NS,
+            _ => true,
+        };
     if blocked || ignores_preempt {
         let unchanged =
             || p.tick_pub.load(Ordering::Relaxed) == t && p.status() == PStatus::Running;
