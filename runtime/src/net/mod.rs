@@ -67,6 +67,6 @@ mod udp;
 pub mod unix;
 
 pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, ToSocketAddrs};
-pub use tcp::{Incoming, TcpListener, TcpStream};
+pub use tcp::{ConnectAbort, Incoming, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};
