@@ -126,9 +126,9 @@ pub mod park {
 /// waits parks (its M runs other coroutines), a thread that waits blocks.
 pub mod sync {
     pub use goro_sync::{
-        Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once, OnceLock,
-        RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit, WaitGroup,
-        WaitTimeoutResult,
+        Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once,
+        OnceLock, OwnedSemaphorePermit, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
+        SemaphorePermit, WaitGroup, WaitTimeoutResult,
     };
 }
 
@@ -140,16 +140,19 @@ pub mod time {
 }
 
 /// Channels: MPMC, buffered, rendezvous or [`unbounded`](chan::unbounded), for
-/// coroutines and threads in any mix, and the timer channels [`after`](chan::after),
-/// [`at`](chan::at), [`tick`](chan::tick), [`never`](chan::never). See [`select!`] to
-/// wait on several at once. Besides Go's operations: `send_deadline` / `recv_deadline`,
-/// `is_full` and `same_channel`.
+/// coroutines and threads in any mix; the timer channels [`after`](chan::after),
+/// [`at`](chan::at), [`tick`](chan::tick) and [`Timer`](chan::Timer) (Go's
+/// `time.NewTimer`); Go's nil channels, [`never`](chan::never) for a receive and
+/// [`never_sender`](chan::never_sender) for a send. See [`select!`] to wait on several
+/// at once. Besides Go's operations: `send_deadline` / `recv_deadline`, `is_full` and
+/// `same_channel`.
 pub mod chan {
     #[doc(hidden)]
     pub use goro_sync::chan::__private;
     pub use goro_sync::chan::{
-        after, at, channel, never, tick, unbounded, IntoIter, Iter, Receiver, RecvError,
-        RecvTimeoutError, SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+        after, at, channel, never, never_sender, tick, unbounded, IntoIter, Iter, Receiver,
+        RecvError, RecvTimeoutError, SendError, SendTimeoutError, Sender, Timer, TryIter,
+        TryRecvError, TrySendError,
     };
 }
 
@@ -161,7 +164,8 @@ pub use goro_sync::select;
 /// [`UnixDatagram`](net::UnixDatagram) (with std's unix address type as
 /// [`net::unix::SocketAddr`]). Blocking calls park a coroutine (or block a plain
 /// thread) until the socket is ready; each type converts from and to std's
-/// (`from_std`, `into_std`, descriptors).
+/// (`from_std`, `into_std`, descriptors). The TCP streams goro makes have `TCP_NODELAY`
+/// on, as Go's do.
 pub mod net {
     pub use goro_runtime::net::*;
 }

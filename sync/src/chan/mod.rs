@@ -58,7 +58,7 @@ use goro_runtime::park::{self, Unparker, WaitReason};
 pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
-pub use timer::{after, at, never, tick, Ticker};
+pub use timer::{after, at, never, never_sender, tick, Ticker, Timer};
 
 use crate::lock::SpinLock;
 use buffer::{Buffer, UNBOUNDED};
@@ -194,7 +194,7 @@ impl<T> Chan<T> {
         unsafe { &mut *self.state.get() }
     }
 
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         let mut wake = Vec::new();
         {
             let l = self.locked();

@@ -1,4 +1,5 @@
-//! Timer channels: [`after`], [`at`], [`tick`], [`never`], and [`Ticker`].
+//! Timer channels: [`after`], [`at`], [`tick`], [`Timer`] and [`Ticker`]; and the channels
+//! that never receive or send, [`never`] and [`never_sender`] (Go's nil channels).
 //!
 //! They follow Go 1.23's timer channels:
 //!
@@ -26,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use goro_runtime::time::RawTimer;
 
-use super::{Chan, Receiver, RecvError, TimerHook, TryRecv};
+use super::{Chan, Receiver, RecvError, Sender, TimerHook, TryRecv};
 
 /// A channel that receives once, `d` from now, the instant it was due (Go:
 /// `time.After`).
@@ -79,6 +80,42 @@ pub fn tick(d: Duration) -> Receiver<Instant> {
 pub fn never<T>() -> Receiver<T> {
     Receiver {
         chan: Arc::new(Chan::new(0, 0, None)),
+    }
+}
+
+/// A sender that can never send (Go: a nil channel in a `select`'s send case): its
+/// rendezvous channel has no receiver and never closes, so a `send` arm on it is never
+/// ready, `send` waits forever, `try_send` is always `Full` and `send_timeout` always
+/// times out. It switches a `select!` send arm off at run time, as Go code does by
+/// setting the channel variable to nil:
+///
+/// ```
+/// use goro::chan::{channel, never_sender, Sender};
+///
+/// let (out_tx, out_rx) = channel::<u32>(1);
+/// let (in_tx, in_rx) = channel::<u32>(4);
+/// let off = never_sender();
+/// let mut queue = std::collections::VecDeque::new();
+/// in_tx.send(7).unwrap();
+/// for _ in 0..2 {
+///     // Offer the head of the queue only when there is one.
+///     let (out, head): (&Sender<u32>, u32) = match queue.front() {
+///         Some(&v) => (&out_tx, v),
+///         None => (&off, 0),
+///     };
+///     goro::select! {
+///         send(out, head) -> r => { r.unwrap(); queue.pop_front(); }
+///         recv(in_rx) -> v => queue.push_back(v.unwrap()),
+///     }
+/// }
+/// assert_eq!(out_rx.recv(), Ok(7));
+/// ```
+pub fn never_sender<T>() -> Sender<T> {
+    // One sender, and the receiver count `Chan::new` starts at 1 with no `Receiver` to
+    // drop it: the channel is open for as long as the sender lives, and nobody ever
+    // waits to receive.
+    Sender {
+        chan: Arc::new(Chan::new(0, 1, None)),
     }
 }
 
@@ -142,13 +179,18 @@ impl Schedule {
     }
 
     /// Stops the schedule and drains the channel (schedule lock held): no value from
-    /// before can be received after this.
-    fn disarm(&self, next: &mut Next) {
-        next.at = None;
+    /// before can be received after this. Returns whether a value was on its way: due
+    /// later, due now but not delivered, or delivered and not received (Go 1.23's
+    /// `Stop` result).
+    fn disarm(&self, next: &mut Next) -> bool {
+        let mut pending = next.at.take().is_some();
         self.timer.stop();
         if let Some(chan) = self.chan.upgrade() {
-            while let TryRecv::Got(_) = chan.try_recv() {}
+            while let TryRecv::Got(_) = chan.try_recv() {
+                pending = true;
+            }
         }
+        pending
     }
 }
 
@@ -186,6 +228,100 @@ fn first_tick_after(at: Instant, period: Duration, now: Instant) -> Option<Insta
         (step % 1_000_000_000) as u32,
     );
     at.checked_add(step)
+}
+
+/// A timer whose channel receives once, when it fires, the instant it was due (Go's
+/// `time.NewTimer`, with Go 1.23's semantics): [`receiver`](Timer::receiver) is Go's
+/// `t.C`, [`stop`](Timer::stop) and [`reset`](Timer::reset) change it, and once either
+/// returns, no value from before it can be received, so the Go idiom of draining `t.C`
+/// after a `Stop` is never needed. Dropping the `Timer` stops it.
+///
+/// Unlike [`after`], it can be stopped and re-armed: the timeout-in-a-loop idiom.
+///
+/// ```
+/// use goro::chan::{channel, Timer};
+/// use std::time::Duration;
+///
+/// let (tx, rx) = channel::<u32>(8);
+/// goro::go!(move || (0..3).for_each(|i| tx.send(i).unwrap()));
+/// // An idle timeout: each message moves it on.
+/// let idle = Timer::new(Duration::from_secs(5));
+/// let mut got = Vec::new();
+/// loop {
+///     goro::select! {
+///         recv(rx) -> v => match v {
+///             Ok(v) => { got.push(v); idle.reset(Duration::from_secs(5)); }
+///             Err(_) => break, // the sender is done
+///         },
+///         recv(idle.receiver()) -> _ => panic!("idle for 5 s"),
+///     }
+/// }
+/// assert_eq!(got, [0, 1, 2]);
+/// assert!(idle.stop()); // it was pending
+/// assert!(idle.receiver().try_recv().is_err()); // nothing stale after a stop
+/// ```
+pub struct Timer {
+    rx: Receiver<Instant>,
+    schedule: Arc<Schedule>,
+}
+
+impl Timer {
+    /// A timer that fires `d` from now. `Duration::ZERO` fires at once (its value is
+    /// ready to the first receive, a `select!` with `default` included); a `d` too
+    /// large to add to now never fires.
+    pub fn new(d: Duration) -> Timer {
+        let (rx, schedule) = timer_channel(start_after(d), None);
+        Timer { rx, schedule }
+    }
+
+    /// The channel the value arrives on (Go's `t.C`), for `select!`. It has capacity
+    /// 1 and never closes.
+    pub fn receiver(&self) -> &Receiver<Instant> {
+        &self.rx
+    }
+
+    /// Waits for the timer to fire and returns the instant it was due. After a `stop`
+    /// (or once its value was received) it waits until a `reset` makes it fire again,
+    /// or forever, as Go's `<-t.C` does.
+    pub fn recv(&self) -> Instant {
+        match self.rx.recv() {
+            Ok(t) => t,
+            Err(RecvError) => unreachable!("a timer's channel never closes"),
+        }
+    }
+
+    /// Stops the timer. Returns true if that stopped a pending firing: the timer had
+    /// not fired, or had fired with nobody receiving the value yet (which this call
+    /// takes back, as Go 1.23 does). False if it had been stopped already or its value
+    /// was received. Either way, nothing is received from it until a `reset`.
+    pub fn stop(&self) -> bool {
+        let mut next = self.schedule.lock();
+        self.schedule.disarm(&mut next)
+    }
+
+    /// Makes the timer fire `d` from now (`Duration::ZERO`: at once), whether it was
+    /// pending, stopped or fired. Returns what [`stop`](Self::stop) would have: true
+    /// if a firing was pending. No value from before this call is received after it.
+    pub fn reset(&self, d: Duration) -> bool {
+        let mut next = self.schedule.lock();
+        let pending = self.schedule.disarm(&mut next);
+        self.schedule.arm(&mut next, start_after(d), None);
+        pending
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl std::fmt::Debug for Timer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Timer")
+            .field("pending", &self.schedule.lock().at.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// A ticker: a channel that receives, every period, the instant the tick was due (Go:
