@@ -126,10 +126,20 @@ pub mod park {
 /// waits parks (its M runs other coroutines), a thread that waits blocks.
 pub mod sync {
     pub use goro_sync::{
-        Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once,
+        Barrier, BarrierWaitResult, Cond, ErrGroup, LazyLock, Mutex, MutexGuard, Notify, Once,
         OnceLock, OwnedSemaphorePermit, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore,
         SemaphorePermit, WaitGroup, WaitTimeoutResult,
     };
+}
+
+/// Cancellation, deadlines and request-scoped values, Go's `context` package:
+/// [`background`](context::background), [`Context`](context::Context) with
+/// `with_cancel`, `with_timeout`, `with_deadline`, `with_value`, `done` (a channel for
+/// `select!`), `err`, `deadline` and `after_func`; [`connect_context`](context::connect_context)
+/// (also `goro::net::connect_context`), a connect that gives up with its context.
+/// [`sync::ErrGroup`] runs a group of coroutines under one.
+pub mod context {
+    pub use goro_sync::context::*;
 }
 
 /// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
@@ -165,9 +175,11 @@ pub use goro_sync::select;
 /// [`net::unix::SocketAddr`]). Blocking calls park a coroutine (or block a plain
 /// thread) until the socket is ready; each type converts from and to std's
 /// (`from_std`, `into_std`, descriptors). The TCP streams goro makes have `TCP_NODELAY`
-/// on, as Go's do.
+/// on, as Go's do; [`connect_context`](net::connect_context) is a connect that gives up
+/// when its [`context`] does (Go's `DialContext`).
 pub mod net {
     pub use goro_runtime::net::*;
+    pub use goro_sync::context::connect_context;
 }
 
 /// Any file descriptor on the netpoller: [`PollFd`](io::PollFd) wraps a pipe, a tty,

@@ -115,8 +115,15 @@ fn timer_fires_stops_and_resets_without_stale_values() {
         // Delivered into the channel by the runtime timer, then stopped.
         let d = Timer::new(Duration::from_millis(1));
         std::thread::sleep(Duration::from_millis(20));
-        assert!(d.reset(Duration::from_secs(3600)), "the delivered value was pending");
-        assert_eq!(d.receiver().try_recv(), Err(TryRecvError::Empty), "stale value");
+        assert!(
+            d.reset(Duration::from_secs(3600)),
+            "the delivered value was pending"
+        );
+        assert_eq!(
+            d.receiver().try_recv(),
+            Err(TryRecvError::Empty),
+            "stale value"
+        );
         // Huge durations never fire, never wrap.
         let never = Timer::new(Duration::MAX);
         assert_eq!(

@@ -293,9 +293,15 @@ fn adjust_timers() {
                 }
                 // Reset to long durations, which are cancelled.
                 2 | 4 | 6 => {
-                    let d = [Duration::from_secs(60), Duration::from_secs(180), Duration::from_secs(120)]
-                        [(state as usize - 2) / 2];
-                    assert!(!timers[i].as_ref().unwrap().reset(d), "shouldn't be active ({state})");
+                    let d = [
+                        Duration::from_secs(60),
+                        Duration::from_secs(180),
+                        Duration::from_secs(120),
+                    ][(state as usize - 2) / 2];
+                    assert!(
+                        !timers[i].as_ref().unwrap().reset(d),
+                        "shouldn't be active ({state})"
+                    );
                 }
                 // Stop (and drain, if need be) a long timer.
                 3 | 5 | 7 => {
@@ -305,7 +311,10 @@ fn adjust_timers() {
                     }
                 }
                 // A short timer the next state receives without a long wait.
-                8 => assert!(!timers[i].as_ref().unwrap().reset(Duration::ZERO), "reset returned true"),
+                8 => assert!(
+                    !timers[i].as_ref().unwrap().reset(Duration::ZERO),
+                    "reset returned true"
+                ),
                 9 => {
                     let now = Instant::now();
                     timers[i].as_ref().unwrap().recv();

@@ -414,7 +414,10 @@ fn streams_goro_makes_have_nodelay_on() {
 
         let std_c = std::net::TcpStream::connect(addr).unwrap();
         let adopted = TcpStream::from_std(std_c).unwrap();
-        assert!(!adopted.nodelay().unwrap(), "from_std changed the stream's options");
+        assert!(
+            !adopted.nodelay().unwrap(),
+            "from_std changed the stream's options"
+        );
     });
 }
 

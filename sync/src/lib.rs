@@ -16,6 +16,8 @@
 //! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], the timer
 //!   channels `after`, `at`, `tick`, `Timer` and `Ticker`, and Go's nil channels
 //!   `never` and `never_sender`.
+//! - [`context`]: Go's `context` (cancellation, deadlines, values, `after_func`, a
+//!   connect that honours one) and [`ErrGroup`] (golang.org/x/sync's errgroup) on it.
 //! - [`signal`]: Unix signals delivered on channels (Go's `signal.Notify`).
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
@@ -36,7 +38,10 @@ pub mod sema;
 mod barrier;
 #[cfg(not(loom))]
 mod cond;
-
+#[cfg(not(loom))]
+pub mod context;
+#[cfg(not(loom))]
+mod errgroup;
 #[cfg(not(loom))]
 mod mutex;
 #[cfg(not(loom))]
@@ -59,7 +64,8 @@ mod waitgroup_word;
 pub use barrier::{Barrier, BarrierWaitResult};
 #[cfg(not(loom))]
 pub use cond::{Cond, WaitTimeoutResult};
-
+#[cfg(not(loom))]
+pub use errgroup::ErrGroup;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard, STARVATION_THRESHOLD_NS};
 #[cfg(not(loom))]
