@@ -18,7 +18,7 @@
 //! done. [`after_func`](Context::after_func) runs a function on its own coroutine when
 //! a context is done (Go 1.21's `context.AfterFunc`): the way to unblock a call that
 //! knows nothing of contexts, such as a socket read (close the socket), and
-//! [`connect_context`](crate::context::connect_context) is a connect that gives up
+//! [`connect_context`] is a connect that gives up
 //! when the context does (Go's `DialContext`).
 //!
 //! ```
