@@ -259,3 +259,38 @@ fn timer_channels_send_the_scheduled_instant() {
         }
     });
 }
+
+/// Resets that keep pushing a `Timer` back (the idle-timeout idiom, where goro leaves
+/// the runtime timer at its first deadline and moves it on when it fires early) never
+/// let it fire before its latest deadline, and it does fire then; a reset earlier
+/// takes effect at once.
+#[test]
+fn timer_pushed_back_fires_at_its_last_deadline_only() {
+    common::on_thread_and_coroutine(T, || {
+        let t = Timer::new(Duration::from_millis(5));
+        let mut last = Instant::now();
+        for _ in 0..20 {
+            goro::time::sleep(Duration::from_millis(1));
+            last = Instant::now();
+            assert!(
+                t.reset(Duration::from_millis(5)),
+                "a pushed-back timer was not pending"
+            );
+        }
+        let fired = t.recv();
+        assert!(
+            fired >= last + Duration::from_millis(5),
+            "fired before its last deadline"
+        );
+        assert!(Instant::now() >= fired);
+        // Back and forth: later, then much earlier.
+        t.reset(Duration::from_secs(3600));
+        t.reset(Duration::from_millis(1));
+        assert!(t.receiver().recv_timeout(Duration::from_secs(10)).is_ok());
+        // Later again after it fired: fires once, at the new deadline.
+        let start = Instant::now();
+        assert!(!t.reset(Duration::from_millis(10)));
+        let at = t.recv();
+        assert!(at >= start + Duration::from_millis(10));
+    });
+}

@@ -17,6 +17,8 @@
 //! - **No stale values after `stop` / `reset`.** Both hold the schedule's lock while they
 //!   change it and drain the channel; a delivery happens under the same lock, so a
 //!   firing from before either finds nothing due.
+//! - **Lazy resets** (Go's `timerModifiedLater`): moving a [`Timer`] later leaves its
+//!   runtime timer where it was; when that fires early, the schedule sets it again.
 //! - **Collected with their channel.** When the last receiver (and the [`Ticker`]) is
 //!   gone, the schedule is dropped and stops its runtime timer.
 //!
@@ -134,10 +136,15 @@ fn timer_channel(at: Instant, period: Option<Duration>) -> (Receiver<Instant>, A
             let me = me.clone();
             Schedule {
                 chan: chan.clone(),
-                next: Mutex::new(Next { at: None, period }),
+                next: Mutex::new(Next {
+                    at: None,
+                    period,
+                    delivered: false,
+                    armed: None,
+                }),
                 timer: RawTimer::new(move || {
                     if let Some(s) = me.upgrade() {
-                        s.deliver_due();
+                        s.fired();
                     }
                 }),
             }
@@ -164,18 +171,39 @@ struct Next {
     /// The instant the next value is due; `None` when stopped (or a one-shot fired).
     at: Option<Instant>,
     period: Option<Duration>,
+    /// A value was sent since the channel was last drained (a receiver may have taken
+    /// it since). Values are sent only under the schedule's lock, so while this is
+    /// false the channel is empty and a drain can be skipped.
+    delivered: bool,
+    /// When the runtime timer of a one-shot schedule is set to fire, if it is pending
+    /// (`None` for a periodic one, whose runtime timer is always set exactly). It may
+    /// be earlier than `at`: see "lazy resets".
+    armed: Option<Instant>,
 }
+
+// Lazy resets. Moving a one-shot schedule later leaves its runtime timer where it is
+// (Go's timerModifiedLater): when that fires, early, `fired` finds nothing due and sets
+// the runtime timer for `at`. A reset in a loop that keeps pushing a timeout back (the
+// idle-timeout idiom) then costs no timer-heap operation, and the runtime timer fires
+// at most once per period of the first deadline. Moving it earlier, and stopping it,
+// change the runtime timer at once.
 
 impl Schedule {
     fn lock(&self) -> MutexGuard<'_, Next> {
         self.next.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Sets the schedule and arms the runtime timer for it (schedule lock held).
+    /// Sets the schedule and arms the runtime timer for it (schedule lock held); a
+    /// one-shot runtime timer pending no later than `at` stays as it is (see "lazy
+    /// resets").
     fn arm(&self, next: &mut Next, at: Instant, period: Option<Duration>) {
         next.at = Some(at);
         next.period = period;
+        if period.is_none() && next.armed.is_some_and(|armed| armed <= at) {
+            return;
+        }
         self.timer.reset_at(at, period);
+        next.armed = if period.is_none() { Some(at) } else { None };
     }
 
     /// Stops the schedule and drains the channel (schedule lock held): no value from
@@ -183,20 +211,59 @@ impl Schedule {
     /// later, due now but not delivered, or delivered and not received (Go 1.23's
     /// `Stop` result).
     fn disarm(&self, next: &mut Next) -> bool {
-        let mut pending = next.at.take().is_some();
-        self.timer.stop();
+        let pending = next.at.take().is_some();
+        if !next.idle() {
+            self.timer.stop();
+            next.armed = None;
+        }
+        self.drain(next) || pending
+    }
+
+    /// Re-arms the schedule for `at` (then every `period`) and drains the channel
+    /// (schedule lock held), as `disarm` then `arm` would, with one change of the
+    /// runtime timer instead of a stop and an add. Returns what `disarm` would.
+    fn rearm(&self, next: &mut Next, at: Instant, period: Option<Duration>) -> bool {
+        let pending = next.at.is_some();
+        let drained = self.drain(next);
+        self.arm(next, at, period);
+        pending || drained
+    }
+
+    /// Takes back what was sent and not received (schedule lock held); whether
+    /// anything was.
+    fn drain(&self, next: &mut Next) -> bool {
+        if !std::mem::take(&mut next.delivered) {
+            return false; // nothing sent since the last drain: the channel is empty
+        }
+        let mut any = false;
         if let Some(chan) = self.chan.upgrade() {
             while let TryRecv::Got(_) = chan.try_recv() {
-                pending = true;
+                any = true;
             }
         }
-        pending
+        any
     }
 }
 
-impl TimerHook for Schedule {
-    fn deliver_due(&self) {
+impl Schedule {
+    /// The runtime timer fired: deliver what is due, and if a lazy reset moved a
+    /// one-shot schedule past this firing, set the runtime timer for it.
+    fn fired(&self) {
         let mut next = self.lock();
+        if next.period.is_some() {
+            self.deliver_locked(&mut next);
+            return;
+        }
+        next.armed = None; // a one-shot runtime timer is not pending once it fired
+        self.deliver_locked(&mut next);
+        if let Some(at) = next.at {
+            self.timer.reset_at(at, None);
+            next.armed = Some(at);
+        }
+    }
+
+    /// Sends the due value, if any (schedule lock held).
+    fn deliver_locked(&self, next: &mut Next) {
         let Some(at) = next.at else { return };
         let now = Instant::now();
         if at > now {
@@ -205,15 +272,34 @@ impl TimerHook for Schedule {
         next.at = next.period.and_then(|p| first_tick_after(at, p, now));
         if let Some(chan) = self.chan.upgrade() {
             // Full: a slow reader missed this tick; it is dropped (Go's ticker rule).
-            let _ = chan.try_send(at);
+            if let super::TrySend::Sent = chan.try_send(at) {
+                next.delivered = true;
+            }
         }
+    }
+}
+
+impl TimerHook for Schedule {
+    fn deliver_due(&self) {
+        self.deliver_locked(&mut self.lock());
+    }
+}
+
+impl Next {
+    /// Whether the runtime timer is certainly not pending: a one-shot schedule's that
+    /// was never armed, fired, or was stopped (a periodic one's is never known idle).
+    fn idle(&self) -> bool {
+        self.period.is_none() && self.armed.is_none()
     }
 }
 
 impl Drop for Schedule {
     fn drop(&mut self) {
         // The channel is gone: nobody can receive what the timer would send.
-        self.timer.stop();
+        let next = self.next.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !next.idle() {
+            self.timer.stop();
+        }
     }
 }
 
@@ -303,10 +389,9 @@ impl Timer {
     /// pending, stopped or fired. Returns what [`stop`](Self::stop) would have: true
     /// if a firing was pending. No value from before this call is received after it.
     pub fn reset(&self, d: Duration) -> bool {
+        let at = start_after(d);
         let mut next = self.schedule.lock();
-        let pending = self.schedule.disarm(&mut next);
-        self.schedule.arm(&mut next, start_after(d), None);
-        pending
+        self.schedule.rearm(&mut next, at, None)
     }
 }
 
@@ -370,10 +455,9 @@ impl Ticker {
     /// If `period` is zero ("non-positive interval for Ticker::reset").
     pub fn reset(&self, period: Duration) {
         assert!(!period.is_zero(), "non-positive interval for Ticker::reset");
+        let at = start_after(period);
         let mut next = self.schedule.lock();
-        self.schedule.disarm(&mut next);
-        self.schedule
-            .arm(&mut next, start_after(period), Some(period));
+        self.schedule.rearm(&mut next, at, Some(period));
     }
 }
 
