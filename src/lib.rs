@@ -143,7 +143,9 @@ pub mod context {
 }
 
 /// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
-/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker).
+/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker). Go's
+/// `time.NewTimer`, a timer channel that can be stopped and reset, is
+/// [`chan::Timer`].
 pub mod time {
     pub use goro_runtime::time::{sleep, sleep_until, Timer};
     pub use goro_sync::chan::Ticker;

@@ -69,25 +69,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::join;
 use goro::chan::{
     channel, never, never_sender, tick, Receiver, RecvError, SendError, Sender, TryRecvError,
     TrySendError,
 };
-use goro::{go, select, JoinHandle};
+use goro::{go, select};
 
 /// How long any one test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// Runs `f` on a coroutine under the watchdog; a panic in `f` fails the test.
 fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    common::with_timeout(LIMIT, move || join(go!(f)))
-}
-
-/// Joins a coroutine, passing its panic on. The message is raised again here: the
-/// coroutine's own report may land outside this test's captured output.
-fn join<T>(h: JoinHandle<T>) -> T {
-    h.join()
-        .unwrap_or_else(|p| panic!("coroutine panicked: {}", goro::panic_message(&*p)))
+    common::on_coroutine(LIMIT, f)
 }
 
 fn ms(n: u64) -> Duration {

@@ -68,11 +68,7 @@ fn under_maxprocs_1_and_2() {
 
 /// Runs `f` on a coroutine under the watchdog; a panic in `f` fails the test.
 fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    common::with_timeout(LIMIT, move || {
-        go!(f)
-            .join()
-            .unwrap_or_else(|p| panic!("coroutine panicked: {}", goro::panic_message(&*p)))
-    })
+    common::on_coroutine(LIMIT, f)
 }
 
 /// Whether `rx` (a done channel) is ready now: Go's `select { case <-c.Done(): default: }`.

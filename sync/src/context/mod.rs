@@ -146,14 +146,17 @@ struct ValueNode {
 
 impl Drop for ValueNode {
     fn drop(&mut self) {
-        // One node at a time, as `Canceller`'s drop: a long chain must not recurse.
-        let mut next = self.parent.take();
-        while let Some(p) = next {
-            next = match Arc::into_inner(p) {
-                Some(mut alone) => alone.parent.take(),
-                None => None,
-            };
-        }
+        drop_chain(self.parent.take(), |node| node.parent.take());
+    }
+}
+
+/// Drops the chain of parents that a node being dropped held, one node at a time,
+/// stopping at one that someone else still holds (`parent` takes a node's own): a
+/// chain of a million nested contexts would otherwise drop recursively and overflow a
+/// coroutine's stack.
+fn drop_chain<T>(mut next: Option<Arc<T>>, parent: fn(&mut T) -> Option<Arc<T>>) {
+    while let Some(node) = next {
+        next = Arc::into_inner(node).and_then(|mut alone| parent(&mut alone));
     }
 }
 

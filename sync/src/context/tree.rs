@@ -414,14 +414,6 @@ impl Taken {
 
 impl Drop for Canceller {
     fn drop(&mut self) {
-        // Drop the ancestors this node held last one at a time: a chain of a million
-        // nested contexts would otherwise drop recursively and overflow the stack.
-        let mut next = self.parent.take();
-        while let Some(p) = next {
-            next = match Arc::into_inner(p) {
-                Some(mut alone) => alone.parent.take(),
-                None => None,
-            };
-        }
+        super::drop_chain(self.parent.take(), |node| node.parent.take());
     }
 }
