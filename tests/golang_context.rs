@@ -49,7 +49,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro::chan::{channel, Receiver, RecvTimeoutError, TryRecvError};
-use goro::context::{background, CancelFunc, Context, Error};
+use goro::context::{self, CancelFunc, Context, Error};
 use goro::sync::WaitGroup;
 use goro::{go, select};
 
@@ -90,9 +90,9 @@ fn test_deadline(c: &Context, name: &str) {
 
 /// Go: TestBackground.
 #[test]
-fn background_() {
+fn background() {
     run(|| {
-        let c = background();
+        let c = context::background();
         assert!(!is_ready(&c.done()), "background's done is ready");
         assert_eq!(c.err(), None);
         assert_eq!(c.deadline(), None);
@@ -103,7 +103,7 @@ fn background_() {
 #[test]
 fn with_cancel() {
     run(|| {
-        let (c1, cancel) = background().with_cancel();
+        let (c1, cancel) = context::background().with_cancel();
         let o = c1.with_value("other"); // Go's otherContext{c1}
         let (c2, _cancel2) = o.with_cancel();
         let contexts = [c1, o, c2];
@@ -127,7 +127,7 @@ fn parent_finishes_child() {
         // Go's comment: a parent with cancel, timer and value children, and a
         // cancellable child of the value child (linked to the parent, the nearest
         // cancellable ancestor).
-        let (parent, cancel) = background().with_cancel();
+        let (parent, cancel) = context::background().with_cancel();
         let (cancel_child, _stop1) = parent.with_cancel();
         let (timer_child, _stop2) = parent.with_timeout(VERY_LONG);
         let value_child = parent.with_value("value");
@@ -169,8 +169,8 @@ fn parent_finishes_child() {
 #[test]
 fn child_finishes_first() {
     run(|| {
-        let (cancellable, _cancel) = background().with_cancel();
-        for (parent, lists) in [(background(), false), (cancellable, true)] {
+        let (cancellable, _cancel) = context::background().with_cancel();
+        for (parent, lists) in [(context::background(), false), (cancellable, true)] {
             let (child, cancel_child) = parent.with_cancel();
             // The background keeps no list; a cancellable parent lists the child.
             assert_eq!(parent.__children(), usize::from(lists));
@@ -188,14 +188,14 @@ fn child_finishes_first() {
 #[test]
 fn deadline() {
     run(|| {
-        let (c, _c1) = background().with_deadline(Instant::now() + SHORT);
+        let (c, _c1) = context::background().with_deadline(Instant::now() + SHORT);
         test_deadline(&c, "with_deadline");
 
-        let (c, _c2) = background().with_deadline(Instant::now() + SHORT);
+        let (c, _c2) = context::background().with_deadline(Instant::now() + SHORT);
         let o = c.with_value("other");
         test_deadline(&o, "with_deadline+other");
 
-        let (c, _c3) = background().with_deadline(Instant::now() + SHORT);
+        let (c, _c3) = context::background().with_deadline(Instant::now() + SHORT);
         let o = c.with_value("other");
         let (c, _c4) = o.with_deadline(Instant::now() + VERY_LONG);
         assert!(
@@ -204,10 +204,10 @@ fn deadline() {
         );
         test_deadline(&c, "with_deadline+other+with_deadline");
 
-        let (c, _c5) = background().with_deadline(Instant::now() - SHORT);
+        let (c, _c5) = context::background().with_deadline(Instant::now() - SHORT);
         test_deadline(&c, "with_deadline+in the past");
 
-        let (c, _c6) = background().with_deadline(Instant::now());
+        let (c, _c6) = context::background().with_deadline(Instant::now());
         test_deadline(&c, "with_deadline+now");
     });
 }
@@ -216,14 +216,14 @@ fn deadline() {
 #[test]
 fn timeout() {
     run(|| {
-        let (c, _c1) = background().with_timeout(SHORT);
+        let (c, _c1) = context::background().with_timeout(SHORT);
         test_deadline(&c, "with_timeout");
 
-        let (c, _c2) = background().with_timeout(SHORT);
+        let (c, _c2) = context::background().with_timeout(SHORT);
         let o = c.with_value("other");
         test_deadline(&o, "with_timeout+other");
 
-        let (c, _c3) = background().with_timeout(SHORT);
+        let (c, _c3) = context::background().with_timeout(SHORT);
         let o = c.with_value("other");
         let (c, _c4) = o.with_timeout(VERY_LONG);
         test_deadline(&c, "with_timeout+other+with_timeout");
@@ -234,7 +234,7 @@ fn timeout() {
 #[test]
 fn canceled_timeout() {
     run(|| {
-        let (c, _c1) = background().with_timeout(Duration::from_secs(1));
+        let (c, _c1) = context::background().with_timeout(Duration::from_secs(1));
         let o = c.with_value("other");
         let (c, cancel) = o.with_timeout(VERY_LONG);
         cancel.cancel(); // propagates synchronously
@@ -262,9 +262,9 @@ fn values() {
                 assert_eq!(c.value::<K2>().map(|k| k.0), v2, "{name}: K2");
                 assert_eq!(c.value::<K3>().map(|k| k.0), v3, "{name}: K3");
             };
-        let c0 = background();
+        let c0 = context::background();
         check(&c0, "c0", None, None, None);
-        let c1 = background().with_value(K1("c1k1"));
+        let c1 = context::background().with_value(K1("c1k1"));
         check(&c1, "c1", Some("c1k1"), None, None);
         let c2 = c1.with_value(K2("c2k2"));
         check(&c2, "c2", Some("c1k1"), Some("c2k2"), None);
@@ -329,10 +329,14 @@ fn allocs_per_run(runs: u64, mut f: impl FnMut()) -> f64 {
 #[test]
 fn allocs() {
     common::with_timeout(LIMIT, || {
-        let bg = background();
+        let bg = context::background();
         type Case<'a> = (&'static str, f64, Box<dyn FnMut() + 'a>);
         let cases: [Case<'_>; 5] = [
-            ("background()", 0.0, Box::new(|| drop(background()))),
+            (
+                "context::background()",
+                0.0,
+                Box::new(|| drop(context::background())),
+            ),
             (
                 "with_value(bg, K1)",
                 3.0,
@@ -393,7 +397,7 @@ fn allocs() {
 #[test]
 fn simultaneous_cancels() {
     run(|| {
-        let (root, cancel) = background().with_cancel();
+        let (root, cancel) = context::background().with_cancel();
         let mut all: Vec<(Context, CancelFunc)> = vec![(root.clone(), cancel)];
         let mut queue = vec![root];
         // A tree of at least 100 contexts, four children each.
@@ -452,7 +456,7 @@ fn shuffle<T>(v: &mut [T], mut seed: u64) {
 #[test]
 fn interlocked_cancels() {
     run(|| {
-        let (parent, cancel_parent) = background().with_cancel();
+        let (parent, cancel_parent) = context::background().with_cancel();
         let (child, cancel_child) = parent.with_cancel();
         let p = parent.clone();
         go!(move || {
@@ -489,7 +493,7 @@ fn test_layers(seed: u64, test_timeout: bool) {
         rng ^= rng << 17;
         rng % n
     };
-    let mut ctx = background();
+    let mut ctx = context::background();
     let mut cancels = Vec::new();
     let mut timers = 0;
     let mut latest: HashMap<u64, usize> = HashMap::new();
@@ -582,7 +586,7 @@ fn layers_timeout() {
 #[test]
 fn cancel_removes() {
     run(|| {
-        let (ctx, _cancel) = background().with_cancel();
+        let (ctx, _cancel) = context::background().with_cancel();
         assert_eq!(ctx.__children(), 0);
         let (_child, cancel) = ctx.with_cancel();
         assert_eq!(ctx.__children(), 1);
@@ -606,7 +610,7 @@ fn cancel_removes() {
 #[test]
 fn with_cancel_canceled_parent() {
     run(|| {
-        let (parent, pcancel) = background().with_cancel();
+        let (parent, pcancel) = context::background().with_cancel();
         pcancel.cancel();
         let (c, _cancel) = parent.with_cancel();
         assert!(
@@ -622,7 +626,7 @@ fn with_cancel_canceled_parent() {
 fn with_cancel_simultaneously_canceled_parent() {
     run(|| {
         for _ in 0..100 {
-            let (parent, pcancel) = background().with_cancel();
+            let (parent, pcancel) = context::background().with_cancel();
             go!(move || pcancel.cancel());
             let (c, _cancel) = parent.with_cancel();
             select! {
@@ -660,7 +664,7 @@ fn custom_context_goroutines() {
     }
     common::with_timeout(LIMIT, || {
         let before = goro::num_goroutines();
-        let (root, cancel) = background().with_cancel();
+        let (root, cancel) = context::background().with_cancel();
         let mut keep = Vec::new();
         for i in 0..1000 {
             let (c, f) = root.with_cancel();
@@ -683,7 +687,7 @@ fn custom_context_goroutines() {
         assert!(keep
             .iter()
             .all(|(_, _, _, _, e, _)| e.err() == Some(Error::Canceled)));
-        let (short, _stop) = background().with_timeout(SHORT);
+        let (short, _stop) = context::background().with_timeout(SHORT);
         let _ = short.done().recv();
         assert_eq!(
             goro::num_goroutines(),
@@ -697,7 +701,9 @@ fn custom_context_goroutines() {
 #[test]
 fn without_cancel() {
     run(|| {
-        let (ctx, cancel) = background().with_value(K1("value")).with_timeout(SHORT);
+        let (ctx, cancel) = context::background()
+            .with_value(K1("value"))
+            .with_timeout(SHORT);
         let ctx = ctx.without_cancel();
         assert_eq!(ctx.deadline(), None);
         assert!(!is_ready(&ctx.done()));
@@ -712,7 +718,7 @@ fn without_cancel() {
 #[test]
 fn after_func_called_after_cancel() {
     run(|| {
-        let (ctx, cancel) = background().with_cancel();
+        let (ctx, cancel) = context::background().with_cancel();
         let (tx, rx) = channel::<()>(0);
         let stop = ctx.after_func(move || drop(tx));
         assert!(
@@ -732,7 +738,7 @@ fn after_func_called_after_cancel() {
 #[test]
 fn after_func_called_after_timeout() {
     run(|| {
-        let (ctx, _cancel) = background().with_timeout(SHORT);
+        let (ctx, _cancel) = context::background().with_timeout(SHORT);
         let (tx, rx) = channel::<()>(0);
         ctx.after_func(move || drop(tx));
         assert!(
@@ -746,7 +752,7 @@ fn after_func_called_after_timeout() {
 #[test]
 fn after_func_called_immediately() {
     run(|| {
-        let (ctx, cancel) = background().with_cancel();
+        let (ctx, cancel) = context::background().with_cancel();
         cancel.cancel();
         let (tx, rx) = channel::<()>(0);
         ctx.after_func(move || drop(tx));
@@ -761,7 +767,7 @@ fn after_func_called_immediately() {
 #[test]
 fn after_func_not_called_after_stop() {
     run(|| {
-        let (ctx, cancel) = background().with_cancel();
+        let (ctx, cancel) = context::background().with_cancel();
         let called = Arc::new(AtomicBool::new(false));
         let c = called.clone();
         let stop = ctx.after_func(move || c.store(true, Ordering::SeqCst));
@@ -782,7 +788,7 @@ fn after_func_not_called_after_stop() {
 #[test]
 fn after_func_called_asynchronously() {
     run(|| {
-        let (ctx, cancel) = background().with_cancel();
+        let (ctx, cancel) = context::background().with_cancel();
         let (tx, rx) = channel::<()>(0);
         let stop = ctx.after_func(move || {
             let _ = tx.send(()); // waits until the test receives, after cancel returned
@@ -799,7 +805,7 @@ fn after_func_called_asynchronously() {
 fn context_err_done_race() {
     run(|| {
         for _ in 0..1000 {
-            let (ctx, cancel) = background().with_cancel();
+            let (ctx, cancel) = context::background().with_cancel();
             let done = ctx.done();
             go!(move || cancel.cancel());
             while ctx.err().is_none() {
@@ -821,7 +827,7 @@ fn context_err_done_race() {
 fn woken_by_done_err_is_set() {
     run(|| {
         for _ in 0..200 {
-            let (ctx, cancel) = background().with_cancel();
+            let (ctx, cancel) = context::background().with_cancel();
             let seen = Arc::new(AtomicU32::new(0));
             let wg = WaitGroup::new();
             for _ in 0..4 {

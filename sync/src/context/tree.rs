@@ -15,8 +15,9 @@
 //! timer. A lock is held only for list operations and the channel close below, never
 //! while parked or while running user code, and no code path holds two nodes' locks at
 //! once (the cancel of a subtree takes each node's lock in turn), so there is no lock
-//! order between nodes. The one nesting is a node's lock over its done channel's lock
-//! (the channel never calls back). The only atomics are the node's `state` word (the
+//! order between nodes. The nestings are a node's lock over its done channel's lock
+//! (the channel never calls back) and over the runtime's timer locks while a deadline
+//! is armed (a timer's function runs with none of those held). The only atomics are the node's `state` word (the
 //! done protocol below) and the `slot` indices, which are read and written under the
 //! owning list's lock and are atomics only because the node is shared.
 //!
