@@ -174,30 +174,45 @@ pub mod park {
 /// waits parks (its M runs other coroutines), a thread that waits blocks.
 pub mod sync {
     pub use goro_sync::{
-        Barrier, BarrierWaitResult, Cond, LazyLock, Mutex, MutexGuard, Notify, Once, OnceLock,
-        OnceState, RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore, SemaphorePermit,
-        WaitGroup, WaitTimeoutResult,
+        Barrier, BarrierWaitResult, Cond, ErrGroup, LazyLock, Mutex, MutexGuard, Notify, Once,
+        OnceLock, OnceState, OwnedSemaphorePermit, RwLock, RwLockReadGuard, RwLockWriteGuard,
+        Semaphore, SemaphorePermit, WaitGroup, WaitTimeoutResult,
     };
 }
 
+/// Cancellation, deadlines and request-scoped values, Go's `context` package:
+/// [`background`](context::background), [`Context`](context::Context) with
+/// `with_cancel`, `with_timeout`, `with_deadline`, `with_value`, `done` (a channel for
+/// `select!`), `err`, `deadline` and `after_func`; [`connect_context`](context::connect_context)
+/// (also `goro::net::connect_context`), a connect that gives up with its context.
+/// [`sync::ErrGroup`] runs a group of coroutines under one.
+pub mod context {
+    pub use goro_sync::context::*;
+}
+
 /// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
-/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker).
+/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker). Go's
+/// `time.NewTimer`, a timer channel that can be stopped and reset, is
+/// [`chan::Timer`].
 pub mod time {
     pub use goro_runtime::time::{sleep, sleep_until, Timer};
     pub use goro_sync::chan::Ticker;
 }
 
 /// Channels: MPMC, buffered, rendezvous or [`unbounded`](chan::unbounded), for
-/// coroutines and threads in any mix, and the timer channels [`after`](chan::after),
-/// [`at`](chan::at), [`tick`](chan::tick), [`never`](chan::never). See [`select!`] to
-/// wait on several at once. Besides Go's operations: `send_deadline` / `recv_deadline`,
-/// `is_full` and `same_channel`.
+/// coroutines and threads in any mix; the timer channels [`after`](chan::after),
+/// [`at`](chan::at), [`tick`](chan::tick) and [`Timer`](chan::Timer) (Go's
+/// `time.NewTimer`); Go's nil channels, [`never`](chan::never) for a receive and
+/// [`never_sender`](chan::never_sender) for a send. See [`select!`] to wait on several
+/// at once. Besides Go's operations: `send_deadline` / `recv_deadline`, `is_full` and
+/// `same_channel`.
 pub mod chan {
     #[doc(hidden)]
     pub use goro_sync::chan::__private;
     pub use goro_sync::chan::{
-        after, at, channel, never, tick, unbounded, IntoIter, Iter, Receiver, RecvError,
-        RecvTimeoutError, SendError, SendTimeoutError, Sender, TryIter, TryRecvError, TrySendError,
+        after, at, channel, never, never_sender, tick, unbounded, IntoIter, Iter, Receiver,
+        RecvError, RecvTimeoutError, SendError, SendTimeoutError, Sender, Timer, TryIter,
+        TryRecvError, TrySendError,
     };
 }
 
@@ -209,9 +224,12 @@ pub use goro_sync::select;
 /// [`UnixDatagram`](net::UnixDatagram) (with std's unix address type as
 /// [`net::unix::SocketAddr`]). Blocking calls park a coroutine (or block a plain
 /// thread) until the socket is ready; each type converts from and to std's
-/// (`from_std`, `into_std`, descriptors).
+/// (`from_std`, `into_std`, descriptors). The TCP streams goro makes have `TCP_NODELAY`
+/// on, as Go's do; [`connect_context`](net::connect_context) is a connect that gives up
+/// when its [`context`] does (Go's `DialContext`).
 pub mod net {
     pub use goro_runtime::net::*;
+    pub use goro_sync::context::connect_context;
 }
 
 /// Any file descriptor on the netpoller: [`PollFd`](io::PollFd) wraps a pipe, a tty,

@@ -1,12 +1,16 @@
-//! Timer channels: after, tick (drops missed ticks), never, and Ticker with Go 1.23's
-//! no-stale-tick guarantee.
+//! Timer channels: after, tick (drops missed ticks), never and never_sender, Timer
+//! (Go's NewTimer) and Ticker with Go 1.23's no-stale-value guarantee. Go's own timer
+//! tests are ported in golang_time.rs.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::with_timeout;
-use goro::chan::{after, never, tick, RecvTimeoutError, TryRecvError};
+use goro::chan::{
+    after, channel, never, never_sender, tick, RecvTimeoutError, SendTimeoutError, Timer,
+    TryRecvError, TrySendError,
+};
 use goro::time::Ticker;
 
 const T: Duration = Duration::from_secs(60);
@@ -59,6 +63,84 @@ fn never_never_receives() {
         rx.recv_timeout(Duration::from_millis(5)),
         Err(RecvTimeoutError::Timeout)
     );
+}
+
+/// Go's nil channel in a send: never ready, in a select or alone, and never closed.
+#[test]
+fn never_sender_never_sends() {
+    let tx = never_sender::<u8>();
+    assert_eq!(tx.capacity(), 0);
+    assert!(tx.is_full());
+    assert!(!tx.is_closed());
+    assert_eq!(tx.try_send(1), Err(TrySendError::Full(1)));
+    assert_eq!(
+        tx.send_timeout(2, Duration::from_millis(5)),
+        Err(SendTimeoutError::Timeout(2))
+    );
+    let (other, rx) = channel::<u8>(1);
+    let picked = goro::select! {
+        send(tx, 3) -> _ => "never",
+        send(other, 4) -> r => { r.unwrap(); "other" }
+    };
+    assert_eq!((picked, rx.recv()), ("other", Ok(4)));
+    let off = goro::select! {
+        send(tx, 5) -> _ => false,
+        default(Duration::from_millis(5)) => true,
+    };
+    assert!(off);
+}
+
+/// `Timer` (Go's NewTimer, 1.23 semantics): fires once; `Duration::ZERO` fires at
+/// once, to a select with `default` too; `stop` and `reset` report a pending firing
+/// (an undelivered or unreceived value counts) and leave nothing stale; a huge
+/// duration never fires; dropping the timer stops it. From a coroutine and a thread.
+#[test]
+fn timer_fires_stops_and_resets_without_stale_values() {
+    common::on_thread_and_coroutine(T, || {
+        let t0 = Instant::now();
+        let t = Timer::new(Duration::from_millis(5));
+        let at = t.recv();
+        assert!(at >= t0 + Duration::from_millis(5));
+        assert!(!t.stop(), "stopped a timer whose value was received");
+        assert!(!t.reset(Duration::ZERO), "a received timer was pending");
+        goro::select! {
+            recv(t.receiver()) -> v => assert!(v.unwrap() <= Instant::now()),
+            default => panic!("reset(ZERO) did not fire at once"),
+        }
+        // Fired but not received: pending for stop, and taken back.
+        let z = Timer::new(Duration::ZERO);
+        assert!(z.stop(), "an unreceived value did not count as pending");
+        assert_eq!(z.receiver().try_recv(), Err(TryRecvError::Empty));
+        assert!(!z.stop());
+        // Delivered into the channel by the runtime timer, then stopped.
+        let d = Timer::new(Duration::from_millis(1));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(
+            d.reset(Duration::from_secs(3600)),
+            "the delivered value was pending"
+        );
+        assert_eq!(
+            d.receiver().try_recv(),
+            Err(TryRecvError::Empty),
+            "stale value"
+        );
+        // Huge durations never fire, never wrap.
+        let never = Timer::new(Duration::MAX);
+        assert_eq!(
+            never.receiver().recv_timeout(Duration::from_millis(10)),
+            Err(RecvTimeoutError::Timeout)
+        );
+        assert!(never.reset(Duration::MAX));
+        // Dropping stops: a receiver kept from it gets nothing.
+        let rx = {
+            let dropped = Timer::new(Duration::from_millis(1));
+            dropped.receiver().clone()
+        };
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(20)),
+            Err(RecvTimeoutError::Timeout)
+        );
+    });
 }
 
 #[test]
@@ -175,5 +257,40 @@ fn timer_channels_send_the_scheduled_instant() {
                 "ticks {gap} ns apart"
             );
         }
+    });
+}
+
+/// Resets that keep pushing a `Timer` back (the idle-timeout idiom, where goro leaves
+/// the runtime timer at its first deadline and moves it on when it fires early) never
+/// let it fire before its latest deadline, and it does fire then; a reset earlier
+/// takes effect at once.
+#[test]
+fn timer_pushed_back_fires_at_its_last_deadline_only() {
+    common::on_thread_and_coroutine(T, || {
+        let t = Timer::new(Duration::from_millis(5));
+        let mut last = Instant::now();
+        for _ in 0..20 {
+            goro::time::sleep(Duration::from_millis(1));
+            last = Instant::now();
+            assert!(
+                t.reset(Duration::from_millis(5)),
+                "a pushed-back timer was not pending"
+            );
+        }
+        let fired = t.recv();
+        assert!(
+            fired >= last + Duration::from_millis(5),
+            "fired before its last deadline"
+        );
+        assert!(Instant::now() >= fired);
+        // Back and forth: later, then much earlier.
+        t.reset(Duration::from_secs(3600));
+        t.reset(Duration::from_millis(1));
+        assert!(t.receiver().recv_timeout(Duration::from_secs(10)).is_ok());
+        // Later again after it fired: fires once, at the new deadline.
+        let start = Instant::now();
+        assert!(!t.reset(Duration::from_millis(10)));
+        let at = t.recv();
+        assert!(at >= start + Duration::from_millis(10));
     });
 }

@@ -22,9 +22,8 @@
 //! - Deliberate difference: sending on a closed channel panics in Go; in goro it
 //!   returns the value in `Err(SendError(v))`, and the ports assert that `Err`.
 //!   Closing twice panics in Go; in goro it is not an error.
-//! - A nil channel in a `select`: `never()` for a receive. For a send, a rendezvous
-//!   channel whose receiver is kept alive and never used (`nil_sender`): a send on it
-//!   is never ready.
+//! - A nil channel in a `select`: `never()` for a receive, `never_sender()` for a
+//!   send.
 //! - Go programs whose goroutines loop forever (the sieves, select8) stop here when
 //!   the test drops its end of a channel: their sends then fail and they return.
 //! - Go changes `GOMAXPROCS` in a few tests (TestChan: 4, TestSelfSelect: 2,
@@ -52,7 +51,8 @@
 //   the evaluation order of every select shape. The rule it checks (each channel and
 //   send value once, in source order) is tested in chan_select.rs
 //   (`select_syntax_trailing_commas_and_temporaries`).
-// - test/closedchan.go's close(nil) — missing API: goro has no nil Sender. Its
+// - test/closedchan.go's close(nil) — no counterpart: `never_sender()` is a Sender
+//   like any other, and closing it is not an error (nothing panics). Its
 //   "close twice panics" is a deliberate difference (see above) and is asserted as
 //   "not an error".
 // - Go channel tests outside these files (runtime/chanbarrier_test.go, a GC
@@ -69,31 +69,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::join;
 use goro::chan::{
-    channel, never, tick, Receiver, RecvError, SendError, Sender, TryRecvError, TrySendError,
+    channel, never, never_sender, tick, Receiver, RecvError, SendError, Sender, TryRecvError,
+    TrySendError,
 };
-use goro::{go, select, JoinHandle};
+use goro::{go, select};
 
 /// How long any one test may take before it counts as hung.
 const LIMIT: Duration = Duration::from_secs(120);
 
 /// Runs `f` on a coroutine under the watchdog; a panic in `f` fails the test.
 fn run<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    common::with_timeout(LIMIT, move || join(go!(f)))
-}
-
-/// Joins a coroutine, passing its panic on. The message is raised again here: the
-/// coroutine's own report may land outside this test's captured output.
-fn join<T>(h: JoinHandle<T>) -> T {
-    h.join()
-        .unwrap_or_else(|p| panic!("coroutine panicked: {}", goro::panic_message(&*p)))
-}
-
-/// A stand-in for Go's nil channel on the sending side: a rendezvous channel whose
-/// receiver is returned for the caller to keep (alive and unused), so a send on it is
-/// never ready.
-fn nil_sender<T>() -> (Sender<T>, Receiver<T>) {
-    channel(0)
+    common::on_coroutine(LIMIT, f)
 }
 
 fn ms(n: u64) -> Duration {
@@ -471,7 +459,7 @@ fn test_select_stress() {
         {
             let (txs, wg) = (txs.clone(), wg.clone());
             hs.push(go!(move || {
-                let (nil, _nil_rx) = nil_sender::<i32>();
+                let nil = never_sender::<i32>();
                 let mut n = [0usize; 4];
                 for _ in 0..4 * N {
                     let c: Vec<&Sender<i32>> = (0..4)
@@ -1043,7 +1031,7 @@ fn chan_select() {
             1u32 << shift.get()
         };
         let send = |mut a: Option<&Sender<u32>>, mut b: Option<&Sender<u32>>| -> i32 {
-            let (nil, _nil_rx) = nil_sender::<u32>();
+            let nil = never_sender::<u32>();
             let mut i = 0;
             loop {
                 let (ca, cb) = (a.unwrap_or(&nil), b.unwrap_or(&nil));
@@ -1109,7 +1097,7 @@ fn chan_select3() {
     const ASYNC: usize = 1; // asynchronous channels
     run(|| {
         let nil_rx = never::<i32>();
-        let (nil_tx, _nil_keep) = nil_sender::<i32>();
+        let nil_tx = never_sender::<i32>();
         let (closed_tx, closed_rx) = channel::<i32>(0);
         closed_tx.close();
 
@@ -1589,7 +1577,7 @@ fn chan_sieve2() {
     fn sendproxy(out: Sender<i32>) -> Sender<i32> {
         let (proxy_tx, proxy_rx) = channel::<i32>(10);
         go!(move || {
-            let (nil, _nil_rx) = nil_sender::<i32>();
+            let nil = never_sender::<i32>();
             let mut buf = VecDeque::new();
             loop {
                 // Buffer empty: disable output.

@@ -385,6 +385,42 @@ fn connect_errors_and_addresses() {
     });
 }
 
+/// Go's socket defaults (issue 30): the streams goro makes, by `connect`,
+/// `connect_timeout` and `accept`, on a coroutine and on a plain thread, have
+/// TCP_NODELAY on; `set_nodelay(false)` turns it off; a stream adopted from std keeps
+/// its options; keep-alive stays off, as in std (the documented choice).
+#[test]
+fn streams_goro_makes_have_nodelay_on() {
+    common::on_thread_and_coroutine(T, || {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let c = TcpStream::connect(addr).unwrap();
+        let (s, _) = l.accept().unwrap();
+        let t = TcpStream::connect_timeout(&addr, Duration::from_secs(10)).unwrap();
+        let (u, _) = l.accept().unwrap();
+        for stream in [&c, &s, &t, &u] {
+            assert!(stream.nodelay().unwrap(), "{stream:?}: Nagle is on");
+            let keepalive = socket2::SockRef::from(stream).keepalive().unwrap();
+            assert!(!keepalive, "{stream:?}: keep-alive is on");
+        }
+        c.set_nodelay(false).unwrap();
+        assert!(!c.nodelay().unwrap());
+        // Small writes still arrive (Nagle on delays, never drops).
+        (&c).write_all(b"a").unwrap();
+        (&c).write_all(b"b").unwrap();
+        let mut buf = [0u8; 2];
+        (&s).read_exact(&mut buf).unwrap();
+        assert_eq!(&buf, b"ab");
+
+        let std_c = std::net::TcpStream::connect(addr).unwrap();
+        let adopted = TcpStream::from_std(std_c).unwrap();
+        assert!(
+            !adopted.nodelay().unwrap(),
+            "from_std changed the stream's options"
+        );
+    });
+}
+
 /// Many accept/close cycles do not leak descriptors or registrations.
 #[test]
 fn connections_come_and_go() {

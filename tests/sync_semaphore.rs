@@ -543,3 +543,41 @@ fn no_lost_wakeup_release_at_the_deadline() {
         }
     });
 }
+
+/// `acquire_owned` / `try_acquire_owned`: the permit is `Send + 'static`, moves into
+/// the coroutine that uses it, and releases on drop; `forget` keeps it taken.
+#[test]
+fn owned_permits_move_into_coroutines_and_release_on_drop() {
+    fn send_static<T: Send + 'static>(_: &T) {}
+    common::on_thread_and_coroutine(T, || {
+        let sem = Arc::new(Semaphore::new(3));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let mut hs = Vec::new();
+        for _ in 0..30 {
+            let permit = sem.clone().acquire_owned();
+            send_static(&permit);
+            let (running, most) = (running.clone(), most.clone());
+            hs.push(goro::go!(move || {
+                let _permit = permit;
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                goro::yield_now();
+                running.fetch_sub(1, Ordering::SeqCst);
+            }));
+        }
+        hs.into_iter().for_each(|h| h.join().unwrap());
+        assert!(most.load(Ordering::SeqCst) <= 3);
+        assert_eq!(sem.available_permits(), 3);
+        let a = sem.clone().try_acquire_owned().unwrap();
+        let b = sem.clone().try_acquire_owned().unwrap();
+        let c = sem.clone().try_acquire_owned().unwrap();
+        assert!(sem.clone().try_acquire_owned().is_none());
+        assert!(Arc::ptr_eq(a.semaphore(), &sem));
+        drop(a);
+        assert_eq!(sem.available_permits(), 1);
+        b.forget();
+        drop(c);
+        assert_eq!(sem.available_permits(), 2, "a forgotten permit stays taken");
+    });
+}

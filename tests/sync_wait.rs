@@ -215,3 +215,32 @@ fn semaphore_bounds_concurrency() {
         assert!(std::panic::catch_unwind(|| Semaphore::new(1).release(u32::MAX as usize)).is_err());
     });
 }
+
+/// `WaitGroup::go` (Go 1.25's `WaitGroup.Go`): counts one per task and down when the
+/// task returns or panics, from a coroutine and from a plain thread; the tasks can
+/// start more tasks in the same group.
+#[test]
+fn waitgroup_go_counts_down_on_return_and_panic() {
+    common::on_thread_and_coroutine(T, || {
+        let wg = WaitGroup::new();
+        let n = Arc::new(AtomicUsize::new(0));
+        for i in 0..100 {
+            let (n, inner) = (n.clone(), wg.clone());
+            wg.go(move || {
+                n.fetch_add(1, Ordering::SeqCst);
+                if i % 10 == 0 {
+                    let n = n.clone();
+                    inner.go(move || {
+                        n.fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+                if i % 7 == 0 {
+                    panic!("task {i} panics (expected by the test)");
+                }
+            });
+        }
+        wg.wait();
+        assert_eq!(n.load(Ordering::SeqCst), 110);
+        assert_eq!(wg.count(), 0);
+    });
+}

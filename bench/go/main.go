@@ -89,6 +89,12 @@ var benchmarks = map[string]struct {
 	"MutexWorkSlack":   {BenchmarkMutexWorkSlack, ""},
 	"WorkOnly":         {BenchmarkWorkOnly, ""},
 	"WakeupLatency":    {BenchmarkWakeupLatency, "p50-us"},
+	// cancel.go (issue 30).
+	"ContextWithCancel":     {BenchmarkContextWithCancel, ""},
+	"ContextCommonParent":   {BenchmarkContextCommonParent, ""},
+	"ContextCancelTree1000": {BenchmarkContextCancelTree1000, ""},
+	"TimerStop":             {BenchmarkTimerStop, ""},
+	"TimerReset":            {BenchmarkTimerReset, ""},
 }
 
 func init() {

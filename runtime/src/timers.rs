@@ -104,12 +104,24 @@ impl HeapGuard<'_> {
         key
     }
 
-    /// Changes a pending timer's deadline; false if `key` is not in this heap (popped
-    /// by a runner that has not fired it yet).
-    pub(crate) fn modify(&mut self, key: TimerKey, when: i64, period: i64) -> bool {
-        let ok = self.heap.modify(key, when, period);
+    /// Changes a pending timer's deadline: `None` if `key` is not in this heap (popped
+    /// by a runner that has not fired it yet), else whether the heap's earliest
+    /// deadline moved earlier, the only case in which anyone has to be told (Go's
+    /// modtimer wakes the poller only for `timerModifiedEarlier`). A reset that leaves
+    /// the earliest deadline where it was publishes nothing: a reader of `when0` sees
+    /// the same value either way.
+    pub(crate) fn modify(&mut self, key: TimerKey, when: i64, period: i64) -> Option<bool> {
+        if !self.heap.modify(key, when, period) {
+            return None;
+        }
+        let new = self.heap.peek_when().unwrap_or(0);
+        // Relaxed: `when0` is written only under the heap lock, which we hold.
+        let old = self.when0.load(Ordering::Relaxed);
+        if new == old {
+            return Some(false);
+        }
         self.publish();
-        ok
+        Some(old == 0 || new < old)
     }
 
     /// Removes a timer; false if it was not there.

@@ -9,12 +9,15 @@
 //!   timed waits.
 //! - [`Mutex`] (Go's algorithm: spinning when it pays, starvation mode after 1 ms),
 //!   [`RwLock`] (writer-preferring), [`WaitGroup`], [`Once`], [`Cond`] (ticket-based
-//!   notify list), [`Semaphore`] (with multi-permit, timed and RAII acquires).
+//!   notify list), [`Semaphore`] (with multi-permit, timed, RAII and owned acquires).
 //! - std's shapes, for code that ports by changing imports: [`OnceLock`] and
 //!   [`LazyLock`] (a second caller parks while the first initialises), [`Barrier`],
 //!   and tokio's [`Notify`].
-//! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], and the
-//!   timer channels `after`, `at`, `tick`, `never` and `Ticker`.
+//! - [`chan`]: channels (bounded, rendezvous and unbounded), [`select!`], the timer
+//!   channels `after`, `at`, `tick`, `Timer` and `Ticker`, and Go's nil channels
+//!   `never` and `never_sender`.
+//! - [`context`]: Go's `context` (cancellation, deadlines, values, `after_func`, a
+//!   connect that honours one) and [`ErrGroup`] (golang.org/x/sync's errgroup) on it.
 //! - [`signal`]: Unix signals delivered on channels (Go's `signal.Notify`).
 //! - [`backoff`]: the randomised back-off of contended CAS loops and queue locks.
 
@@ -35,6 +38,10 @@ pub mod sema;
 mod barrier;
 #[cfg(not(loom))]
 mod cond;
+#[cfg(not(loom))]
+pub mod context;
+#[cfg(not(loom))]
+mod errgroup;
 #[cfg(not(loom))]
 mod mutex;
 #[cfg(not(loom))]
@@ -58,6 +65,8 @@ pub use barrier::{Barrier, BarrierWaitResult};
 #[cfg(not(loom))]
 pub use cond::{Cond, WaitTimeoutResult};
 #[cfg(not(loom))]
+pub use errgroup::ErrGroup;
+#[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard, STARVATION_THRESHOLD_NS};
 #[cfg(not(loom))]
 pub use notify::Notify;
@@ -68,7 +77,7 @@ pub use oncelock::{LazyLock, OnceLock};
 #[cfg(not(loom))]
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard, MAX_READERS};
 #[cfg(not(loom))]
-pub use semaphore::{Semaphore, SemaphorePermit};
+pub use semaphore::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 #[cfg(not(loom))]
 pub use waitgroup::WaitGroup;
 

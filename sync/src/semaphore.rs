@@ -28,6 +28,7 @@
 
 use std::fmt;
 use std::mem;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use goro_runtime::park::WaitReason;
@@ -221,6 +222,54 @@ impl Semaphore {
         }
     }
 
+    /// Takes a permit like [`acquire`](Self::acquire), as a guard that owns a handle to
+    /// the semaphore: `Send + 'static`, so it can move into a coroutine (or a struct)
+    /// that outlives the caller, and releases the permit when dropped (tokio's
+    /// `acquire_owned`).
+    ///
+    /// ```
+    /// use goro::sync::Semaphore;
+    /// use std::sync::Arc;
+    ///
+    /// let slots = Arc::new(Semaphore::new(2));
+    /// let mut workers = Vec::new();
+    /// for i in 0..6 {
+    ///     let permit = slots.clone().acquire_owned(); // waits while two are out
+    ///     workers.push(goro::go!(move || {
+    ///         let _permit = permit; // released when this coroutine ends
+    ///         i * i
+    ///     }));
+    /// }
+    /// let sum: i32 = workers.into_iter().map(|w| w.join().unwrap()).sum();
+    /// assert_eq!(sum, 55);
+    /// assert_eq!(slots.available_permits(), 2);
+    /// ```
+    pub fn acquire_owned(self: Arc<Self>) -> OwnedSemaphorePermit {
+        self.acquire();
+        OwnedSemaphorePermit::new(self)
+    }
+
+    /// Takes a permit if one is available now, as an [`OwnedSemaphorePermit`]; `None`
+    /// (and the handle dropped) if none is.
+    ///
+    /// ```
+    /// use goro::sync::Semaphore;
+    /// use std::sync::Arc;
+    ///
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let permit = sem.clone().try_acquire_owned().expect("one is free");
+    /// assert!(sem.clone().try_acquire_owned().is_none());
+    /// drop(permit);
+    /// assert!(sem.try_acquire_owned().is_some());
+    /// ```
+    pub fn try_acquire_owned(self: Arc<Self>) -> Option<OwnedSemaphorePermit> {
+        if self.try_acquire() {
+            Some(OwnedSemaphorePermit::new(self))
+        } else {
+            None
+        }
+    }
+
     /// Gives back `n` permits, waking up to `n` waiters.
     ///
     /// ```should_panic
@@ -302,6 +351,59 @@ impl fmt::Debug for SemaphorePermit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SemaphorePermit")
             .field("permits", &self.permits)
+            .finish()
+    }
+}
+
+/// A permit taken by [`Semaphore::acquire_owned`] or
+/// [`try_acquire_owned`](Semaphore::try_acquire_owned): it holds an `Arc` of its
+/// semaphore, so it is `Send + 'static`, and releases the permit when dropped unless
+/// [`forget`](Self::forget) keeps it taken.
+#[must_use = "a permit is released as soon as it is dropped"]
+pub struct OwnedSemaphorePermit {
+    sem: Arc<Semaphore>,
+    /// False once [`forget`](Self::forget) kept the permit taken.
+    release: bool,
+}
+
+impl OwnedSemaphorePermit {
+    fn new(sem: Arc<Semaphore>) -> OwnedSemaphorePermit {
+        OwnedSemaphorePermit { sem, release: true }
+    }
+
+    /// The semaphore the permit belongs to.
+    pub fn semaphore(&self) -> &Arc<Semaphore> {
+        &self.sem
+    }
+
+    /// Keeps the permit taken: it is not released, now or later (give it back with
+    /// [`Semaphore::release`]). The handle to the semaphore is dropped.
+    ///
+    /// ```
+    /// use goro::sync::Semaphore;
+    /// use std::sync::Arc;
+    ///
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// sem.clone().acquire_owned().forget();
+    /// assert_eq!(sem.available_permits(), 0);
+    /// ```
+    pub fn forget(mut self) {
+        self.release = false;
+    }
+}
+
+impl Drop for OwnedSemaphorePermit {
+    fn drop(&mut self) {
+        if self.release {
+            self.sem.release(1);
+        }
+    }
+}
+
+impl fmt::Debug for OwnedSemaphorePermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedSemaphorePermit")
+            .field("semaphore", &self.sem)
             .finish()
     }
 }

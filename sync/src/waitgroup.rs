@@ -67,6 +67,54 @@ impl WaitGroup {
         self.add(-1);
     }
 
+    /// Adds one to the counter and runs `f` on a new coroutine, which counts it down
+    /// when `f` returns or panics (Go 1.25's `WaitGroup.Go`: the `wg.Add(1); go func()
+    /// { defer wg.Done(); ... }()` idiom in one call). A panic in `f` unwinds its
+    /// coroutine only, as any coroutine's: the panic hook reports it, and `wait` returns
+    /// once the others are done too.
+    ///
+    /// ```
+    /// use goro::sync::WaitGroup;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// let wg = WaitGroup::new();
+    /// let sum = Arc::new(AtomicU32::new(0));
+    /// for i in 1..=4 {
+    ///     let sum = sum.clone();
+    ///     wg.go(move || {
+    ///         sum.fetch_add(i, Ordering::Relaxed);
+    ///     });
+    /// }
+    /// wg.go(|| panic!("counted down all the same"));
+    /// wg.wait();
+    /// assert_eq!(sum.load(Ordering::Relaxed), 10);
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// If no coroutine can be started (no memory for its stack), after taking the
+    /// count back, so that `wait` does not wait for a task that never ran.
+    pub fn go(&self, f: impl FnOnce() + Send + 'static) {
+        self.add(1);
+        /// Counts the task down however it ends (Go's `defer wg.Done()`).
+        struct Done(WaitGroup);
+        impl Drop for Done {
+            fn drop(&mut self) {
+                self.0.done();
+            }
+        }
+        let done = Done(self.clone());
+        let started = goro_runtime::Builder::new().spawn(move || {
+            let _done = done;
+            f();
+        });
+        // On failure the closure, and with it `done`, was dropped: the count is back.
+        if let Err(e) = started {
+            panic!("WaitGroup::go: failed to spawn coroutine: {e}");
+        }
+    }
+
     /// Waits until the counter is zero.
     ///
     /// # Panics

@@ -48,6 +48,22 @@ pub fn with_timeout<T: Send + 'static>(
     }
 }
 
+/// Runs `f` on a coroutine under a [`with_timeout`] watchdog of `limit` and returns its
+/// result; a panic in `f` fails the caller with the coroutine's message.
+pub fn on_coroutine<T: Send + 'static>(
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    with_timeout(limit, move || join(goro::go!(f)))
+}
+
+/// Joins a coroutine, passing its panic on. The message is raised again here: the
+/// coroutine's own report may land outside the test's captured output.
+pub fn join<T>(h: goro::JoinHandle<T>) -> T {
+    h.join()
+        .unwrap_or_else(|p| panic!("coroutine panicked: {}", goro::panic_message(&*p)))
+}
+
 /// Runs `body` on a plain thread, then on a coroutine, under a [`with_timeout`]
 /// watchdog of `limit` for the two: the integration tests' "from coroutines and plain
 /// threads". A panic in either is re-raised with its message.

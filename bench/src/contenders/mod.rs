@@ -98,6 +98,7 @@ impl Contender for Goro {
         let name = w.name();
         if let Some(m) = workloads::sync::measure(name, Impl::Goro)
             .or_else(|| workloads::timers::run(name))
+            .or_else(|| workloads::cancel::run(name))
             .or_else(|| workloads::blocking::run(name).map(Ok))
             .or_else(|| workloads::fairness::run(name).map(Ok))
         {

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 pub mod blocking;
+pub mod cancel;
 pub mod chan;
 pub mod echo;
 pub mod fairness;
@@ -28,9 +29,10 @@ pub mod timers;
 pub enum Suite {
     /// Channels: chain, sieve, powser, ping-pong, wake-ups.
     Chan,
-    /// Semaphores and mutexes: Go's Sema*/Mutex* ports and the mutex comparison.
+    /// Semaphores and mutexes: Go's Sema*/Mutex* ports and the mutex comparison;
+    /// contexts.
     Sync,
-    /// Timers: sleep lateness, Go's timer latency benchmarks.
+    /// Timers: sleep lateness, Go's timer latency benchmarks, timer stop and reset.
     Time,
     /// Tasks: spawn+join, yield, spawn-and-park (RSS per parked task), fairness at one P.
     Proc,
@@ -158,10 +160,16 @@ workloads! {
     Sync P12 row("MutexWork", "ns/op");
     Sync P12 row("MutexWorkSlack", "ns/op");
     Sync P12 row("WorkOnly", "ns/op");
+    // Cancellation: goro::context against Go's context (cancel.rs).
+    Sync P12 row("ContextWithCancel", "ns/op");
+    Sync P12 row("ContextCommonParent", "ns/op");
+    Sync P12 row("ContextCancelTree1000", "ns/tree");
     // Timers.
     + Time P2 row("sleep_lateness", "µs late");
     Time P2 row("ParallelTimerLatency", "µs avg") PARALLEL;
     Time P2 row("StaggeredTickerLatency", "µs avg") STAGGERED;
+    Time P12 row("TimerStop", "ns/op");
+    Time P12 row("TimerReset", "ns/op");
     // Tasks.
     + Proc P2 row("spawn_join", "ns/task");
     + Proc P2 row("yield", "ns/yield");

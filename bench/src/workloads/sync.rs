@@ -235,12 +235,13 @@ impl Gate {
     }
 }
 
-type Body = Arc<dyn Fn(&mut Pb<'_>) + Send + Sync>;
+/// What each worker of [`run_parallel`] runs.
+pub type Body = Arc<dyn Fn(&mut Pb<'_>) + Send + Sync>;
 
 /// Go's `b.RunParallel(body)`: runs `body` on `workers` tasks of `R` that wait at a
 /// start gate, and returns the time from the gate's opening to the last one's join.
 /// The waits poll with `R::yield_now` (workers may outnumber Ps or cores), bounded.
-fn run_parallel<R: Blocking>(workers: usize, iters: u64, body: Body) -> Duration {
+pub fn run_parallel<R: Blocking>(workers: usize, iters: u64, body: Body) -> Duration {
     let gate = Arc::new(Gate::new(workers, iters));
     let bounded = |what: &str, cond: &dyn Fn() -> bool| {
         let t0 = Instant::now();

@@ -14,6 +14,10 @@
 //! socket usable. `close(&self)` shuts a socket down and wakes its waiters with an
 //! error (Go's `Close`); the descriptor is released when the value is dropped.
 //!
+//! The TCP streams goro makes (`connect`, `accept`) have `TCP_NODELAY` on, as Go's do
+//! (see the `tcp` module's "Go's socket defaults"); Unix streams have no Nagle's
+//! algorithm to turn off.
+//!
 //! Writes never raise SIGPIPE (std sends with `MSG_NOSIGNAL`); a reset peer is an
 //! `Err`. Name resolution (`ToSocketAddrs`, a blocking `getaddrinfo` for host names)
 //! runs inside [`blocking`](crate::blocking), so a slow DNS server holds up only the
@@ -67,6 +71,6 @@ mod udp;
 pub mod unix;
 
 pub use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, ToSocketAddrs};
-pub use tcp::{Incoming, TcpListener, TcpStream};
+pub use tcp::{ConnectAbort, Incoming, TcpListener, TcpStream};
 pub use udp::UdpSocket;
 pub use unix::{UnixDatagram, UnixListener, UnixStream};

@@ -1,4 +1,22 @@
 //! TCP: [`TcpListener`] and [`TcpStream`].
+//!
+//! # Go's socket defaults
+//!
+//! The streams goro makes, by [`TcpStream::connect`] (and `connect_timeout`) and by
+//! [`TcpListener::accept`], have `TCP_NODELAY` set, as Go's `Dial` and `Accept` do:
+//! a small write goes out at once instead of waiting for the peer's ACK of the previous
+//! one (Nagle's algorithm), which in a request/response exchange costs a delayed-ACK
+//! timeout per round trip. [`TcpStream::set_nodelay(false)`](TcpStream::set_nodelay)
+//! turns Nagle back on for a stream that sends many small writes it wants batched.
+//! Streams adopted with `from_std` (or from a descriptor) keep the options they came
+//! with.
+//!
+//! Go also turns TCP keep-alive on (15 s idle, 15 s between probes); goro does not, as
+//! std does not: it costs three system calls per connection, matters only for a peer
+//! that vanished without a reset on an otherwise idle connection, and servers usually
+//! bound idleness with a read timeout (or a context) anyway. A program that wants Go's
+//! probes sets them through `socket2::SockRef::from(&stream).set_tcp_keepalive(..)`
+//! (the guide's porting table shows it).
 
 use std::io;
 use std::net::{Shutdown, SocketAddr, ToSocketAddrs};
@@ -27,11 +45,13 @@ impl TcpListener {
     /// Waits for a connection. When the process runs out of file descriptors (EMFILE,
     /// ENFILE) it backs off (5 ms, doubling up to 1 s) and retries rather than failing
     /// or spinning; connections wait in the kernel's backlog meanwhile.
+    ///
+    /// The stream has `TCP_NODELAY` set, as Go's accepted connections do (see the
+    /// module doc).
     pub fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
         let (fd, addr) = self.reg.accept()?;
-        let s = TcpStream {
-            reg: Registered::new(std::net::TcpStream::from(fd))?,
-        };
+        let s = TcpStream::from_new(std::net::TcpStream::from(fd))?;
+        s.set_nodelay(true)?;
         let addr = addr.as_socket().ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidData, "accept: not an IP address")
         })?;
@@ -167,12 +187,31 @@ impl TcpStream {
         })
     }
 
-    /// Connects to `addr`, trying each resolved address in turn.
+    /// Connects to `addr`, trying each resolved address in turn. The stream has
+    /// `TCP_NODELAY` set, as Go's `Dial` does (see the module doc).
     pub fn connect(addr: impl ToSocketAddrs) -> io::Result<TcpStream> {
-        each_addr(addr, |a| connect_one(a, None))
+        each_addr(addr, |a| connect_one(a, None, &mut |_| ()))
     }
 
-    /// Connects to `addr`, giving up after `timeout` (`ErrorKind::TimedOut`).
+    /// Connects to `addr` as [`connect`](Self::connect) does, giving up at `deadline`
+    /// (`ErrorKind::TimedOut`), and lets `watch` call it off: for each address tried,
+    /// once the connect is under way, `watch` gets a [`ConnectAbort`] for it and
+    /// returns a guard held until the connect has finished (dropped then). An abort
+    /// ends the wait with the closed-socket error (`ErrorKind::NotConnected`).
+    ///
+    /// The building block of `goro::net::connect_context`, which aborts when a
+    /// context ends; hidden because that is the API.
+    #[doc(hidden)]
+    pub fn connect_watched<G>(
+        addr: impl ToSocketAddrs,
+        deadline: Option<Instant>,
+        mut watch: impl FnMut(ConnectAbort) -> G,
+    ) -> io::Result<TcpStream> {
+        each_addr(addr, |a| connect_one(a, deadline, &mut watch))
+    }
+
+    /// Connects to `addr`, giving up after `timeout` (`ErrorKind::TimedOut`). The
+    /// stream has `TCP_NODELAY` set, as `connect`'s.
     pub fn connect_timeout(addr: &SocketAddr, timeout: Duration) -> io::Result<TcpStream> {
         if timeout.is_zero() {
             return Err(io::Error::new(
@@ -180,7 +219,7 @@ impl TcpStream {
                 "cannot set a 0 duration timeout",
             ));
         }
-        connect_one(addr, Instant::now().checked_add(timeout))
+        connect_one(addr, Instant::now().checked_add(timeout), &mut |_| ())
     }
 
     /// Shuts down reading, writing, or both (the peer sees EOF on a write shutdown).
@@ -198,7 +237,17 @@ impl TcpStream {
         self.reg.sock.local_addr()
     }
 
-    /// Sets `TCP_NODELAY`.
+    /// Sets `TCP_NODELAY` (on for the streams goro makes, as in Go; `false` turns
+    /// Nagle's algorithm back on).
+    ///
+    /// ```
+    /// let l = goro::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    /// let c = goro::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    /// let (s, _) = l.accept().unwrap();
+    /// assert!(c.nodelay().unwrap() && s.nodelay().unwrap()); // Go's default
+    /// c.set_nodelay(false).unwrap();
+    /// assert!(!c.nodelay().unwrap());
+    /// ```
     pub fn set_nodelay(&self, on: bool) -> io::Result<()> {
         self.reg.sock.set_nodelay(on)
     }
@@ -270,6 +319,14 @@ fn tcp_socket(addr: &SocketAddr) -> io::Result<Socket> {
     Ok(sock)
 }
 
+/// A new non-blocking TCP socket to connect from, with `TCP_NODELAY` set (Go's
+/// default; the option can be set before the connect and stays on).
+fn connect_socket(addr: &SocketAddr) -> io::Result<Socket> {
+    let sock = tcp_socket(addr)?;
+    sock.set_nodelay(true)?;
+    Ok(sock)
+}
+
 /// A non-blocking listening socket on `addr` (SO_REUSEADDR, as std and Go set it).
 fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
     let sock = tcp_socket(addr)?;
@@ -280,20 +337,53 @@ fn listen(addr: &SocketAddr) -> io::Result<std::net::TcpListener> {
     Ok(sock.into())
 }
 
-/// One non-blocking connect: start it, register, wait for writability, check the
-/// socket error. Registered after the start, not before: a socket that is not yet
-/// connecting reports a hang-up, which the descriptor would keep (see
-/// `PollDesc::clear`); a connect that completes before the registration is reported
-/// by it.
-fn connect_one(addr: &SocketAddr, deadline: Option<Instant>) -> io::Result<TcpStream> {
-    let sock = tcp_socket(addr)?;
+/// A connect in progress that something else may call off (see
+/// [`TcpStream::connect_watched`]): [`abort`](ConnectAbort::abort) closes the
+/// socket's poll descriptor, which wakes the connecting caller with the closed-socket
+/// error. Aborting a connect that has finished, or whose stream is gone, does nothing
+/// to any other socket.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct ConnectAbort {
+    pd: std::sync::Arc<super::poll::PollDesc>,
+}
+
+impl ConnectAbort {
+    /// Ends the connect's wait with the closed-socket error.
+    pub fn abort(&self) {
+        self.pd.close();
+    }
+}
+
+impl std::fmt::Debug for ConnectAbort {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectAbort").finish_non_exhaustive()
+    }
+}
+
+/// One non-blocking connect: start it, register, wait for writability (holding what
+/// `watch` returns for the wait), check the socket error. Registered after the start,
+/// not before: a socket that is not yet connecting reports a hang-up, which the
+/// descriptor would keep (see `PollDesc::clear`); a connect that completes before the
+/// registration is reported by it.
+fn connect_one<G>(
+    addr: &SocketAddr,
+    deadline: Option<Instant>,
+    watch: &mut impl FnMut(ConnectAbort) -> G,
+) -> io::Result<TcpStream> {
+    let sock = connect_socket(addr)?;
     let started = sock.connect(&SockAddr::from(*addr));
     let stream = match started {
         Ok(()) => return TcpStream::from_new(sock.into()),
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => TcpStream::from_new(sock.into())?,
         Err(e) => return Err(e),
     };
-    super::socket::wait_connected(&stream.reg.pd, &stream.reg.sock, deadline)?;
+    let guard = watch(ConnectAbort {
+        pd: stream.reg.pd.clone(),
+    });
+    let connected = super::socket::wait_connected(&stream.reg.pd, &stream.reg.sock, deadline);
+    drop(guard);
+    connected?;
     Ok(stream)
 }
 

@@ -4,9 +4,11 @@
 //!
 //! - A timer set on a coroutine goes on that coroutine's P; one set from a plain thread
 //!   goes on a P chosen round-robin.
-//! - Every add or reset that publishes a deadline tells the netpoller
-//!   (`Netpoll::timer_added`): an M asleep in the poller past that deadline is woken;
-//!   if no M is in the poller, `wakep` gets one going so that it ends up there.
+//! - Every add, and every reset that moves its P's earliest deadline earlier, tells the
+//!   netpoller (`Netpoll::timer_added`): an M asleep in the poller past that deadline
+//!   is woken; if no M is in the poller, `wakep` gets one going so that it ends up
+//!   there. A reset that leaves the earliest deadline where it was, or moves it later,
+//!   tells nobody (Go: modtimer wakes the poller for timerModifiedEarlier only).
 //! - Ps run their own due timers in `schedule`, and spinning Ms run the due timers of
 //!   any P (Go CL 232298, "reduce timer latency"): a timer whose P is busy in a long
 //!   computation still fires on time on another P.
@@ -35,9 +37,14 @@ pub(crate) fn reset(t: &Arc<TimerInner>, when: i64, period: i64) -> bool {
     let mut loc = t.lock_loc();
     let was_pending = loc.is_some();
     if let Some(l) = *loc {
-        if rt.p(l.p).timers.lock().modify(l.key, when, period) {
+        let modified = rt.p(l.p).timers.lock().modify(l.key, when, period);
+        if let Some(earlier) = modified {
             drop(loc);
-            timer_published(when);
+            // A P's earliest deadline that did not move earlier needs nobody woken:
+            // whoever watched it still wakes in time (at worst early, and looks again).
+            if earlier {
+                timer_published(when);
+            }
             return true;
         }
         // Popped by a runner that has not fired it yet: add it afresh below; the

@@ -58,7 +58,7 @@ use goro_runtime::park::{self, Unparker, WaitReason};
 pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
-pub use timer::{after, at, never, tick, Ticker};
+pub use timer::{after, at, never, never_sender, tick, Ticker, Timer};
 
 use crate::lock::SpinLock;
 use buffer::{Buffer, UNBOUNDED};
@@ -165,11 +165,6 @@ impl<T> Chan<T> {
         r
     }
 
-    /// Takes everything buffered (the last receiver is gone; nobody can receive it).
-    fn take_buffered(&self) -> VecDeque<T> {
-        self.locked().state().buf.take_all()
-    }
-
     fn locked(&self) -> Locked<'_, T> {
         self.lock.lock();
         Locked { chan: self }
@@ -194,24 +189,36 @@ impl<T> Chan<T> {
         unsafe { &mut *self.state.get() }
     }
 
-    fn close(&self) {
+    pub(crate) fn close(&self) {
+        self.close_and_take(false);
+    }
+
+    /// Closes the channel (unless it is closed already) and, with `take_buffered`,
+    /// takes what is buffered (the last receiver is gone: nobody can receive it), in
+    /// one locked section. The caller drops the values, after the unlock.
+    fn close_and_take(&self, take_buffered: bool) -> VecDeque<T> {
         let mut wake = Vec::new();
-        {
+        let taken = {
             let l = self.locked();
             let st = l.state();
-            if st.closed {
-                return;
+            if !st.closed {
+                st.closed = true;
+                // SAFETY: the lock is held.
+                unsafe {
+                    st.recvq.close_all(&mut wake);
+                    st.sendq.close_all(&mut wake);
+                }
             }
-            st.closed = true;
-            // SAFETY: the lock is held.
-            unsafe {
-                st.recvq.close_all(&mut wake);
-                st.sendq.close_all(&mut wake);
+            if take_buffered {
+                st.buf.take_all()
+            } else {
+                VecDeque::new()
             }
-        }
+        };
         for u in wake {
             u.unpark();
         }
+        taken
     }
 }
 
@@ -779,10 +786,9 @@ impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         // AcqRel: as for `Sender`'s drop.
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
-            self.chan.close();
-            // Dropped here, after the unlock: a value's destructor may use channels,
-            // this one included.
-            drop(self.chan.take_buffered());
+            // The values are dropped here, after the unlock: a value's destructor may
+            // use channels, this one included.
+            drop(self.chan.close_and_take(true));
         }
     }
 }
