@@ -266,11 +266,14 @@ pub mod fs {
     pub use goro_runtime::fs::*;
 }
 
-/// Introspection: the coroutine dump, [`stats`](debug::stats) (the scheduler's counts),
-/// [`coroutines`](debug::coroutines) (every live coroutine, its state and wait
-/// reason), the stack guard in use.
+/// Introspection: the coroutine [`dump`](debug::dump) (grouped, with stacks and spawn
+/// sites; [`dump_each`](debug::dump_each) for one entry per coroutine),
+/// [`stack`](debug::stack) (one coroutine's stack), [`stats`](debug::stats) (the
+/// scheduler's counts), [`coroutines`](debug::coroutines) (every live coroutine, its
+/// state, wait reason and spawn site), the stack guard in use.
 pub mod debug {
     pub use goro_runtime::debug::{
-        coroutines, dump, stack_guard_kind, stats, CoroutineInfo, CoroutineState, GuardKind, Stats,
+        coroutines, dump, dump_each, stack, stack_guard_kind, stats, CoroutineInfo, CoroutineState,
+        Frame, GuardKind, StackTrace, Stats,
     };
 }

@@ -188,7 +188,7 @@ fn std_calls_park() {
         ];
         let start = Instant::now();
         let dump = loop {
-            let d = goro::debug::dump();
+            let d = goro::debug::dump_each();
             if want
                 .iter()
                 .all(|(n, why)| d.contains(&format!("('{n}') [{why}")))

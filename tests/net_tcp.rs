@@ -522,7 +522,7 @@ fn round_trips_with_read_timeouts_never_stall() {
 fn wait_parked_in_read(names: &[&str]) {
     let start = Instant::now();
     loop {
-        let d = goro::debug::dump();
+        let d = goro::debug::dump_each();
         if names
             .iter()
             .all(|n| d.lines().any(|l| l.contains(&format!("('{n}') [io read"))))

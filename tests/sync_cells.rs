@@ -118,7 +118,7 @@ fn lazylock_poisoned_by_a_panicking_initialiser() {
     let second = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| *lazy));
     let msg = goro::panic_message(&*second.unwrap_err()).to_string();
     assert_eq!(msg, "LazyLock instance has previously been poisoned"); // std's words
-    // into_inner of one never forced gives the function back.
+                                                                       // into_inner of one never forced gives the function back.
     let unforced = LazyLock::new(|| 7u8);
     let f = LazyLock::into_inner(unforced).unwrap_err();
     assert_eq!(f(), 7);

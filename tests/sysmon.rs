@@ -476,7 +476,7 @@ fn dump_names_wait_reasons() {
         // Poll until every coroutine is in its wait (bounded).
         let start = Instant::now();
         let dump = loop {
-            let d = goro::debug::dump();
+            let d = goro::debug::dump_each();
             let all = want.iter().all(|(name, reason)| {
                 d.lines()
                     .any(|l| l.contains(&format!("('{name}') [{reason}")))
@@ -518,6 +518,27 @@ fn dump_names_wait_reasons() {
 }
 
 // ---- whole-process scenarios -------------------------------------------------------
+
+/// The deadlock scenario's stuck coroutine: parks here for ever.
+#[inline(never)]
+fn stuck_receiving(rx: goro::chan::Receiver<()>) {
+    let _ = rx.recv();
+    std::hint::black_box(());
+}
+
+/// The SIGQUIT scenario's coroutine: sleeps here.
+#[inline(never)]
+fn napping() {
+    goro::time::sleep(Duration::from_secs(10));
+    std::hint::black_box(());
+}
+
+/// The panic scenario's coroutine.
+#[inline(never)]
+fn panicking_parser() {
+    let n = std::hint::black_box(7);
+    panic!("bad input {n}");
+}
 
 /// Runs this binary's `scenario_child` with `scenario` and extra environment, and kills
 /// it if it has not ended after `limit` (then its status has no code). The limit is
@@ -590,6 +611,10 @@ fn deadlock_is_reported_with_dump_and_exit_2() {
     assert!(err.contains("coroutine dump: "), "{err}");
     assert!(err.contains("('stuck-recv') [chan receive, "), "{err}");
     assert!(err.contains("('stuck-mutex') [mutex, "), "{err}");
+    assert!(
+        err.contains("sysmon::stuck_receiving"),
+        "the stuck function:\n{err}"
+    );
 }
 
 #[test]
@@ -672,6 +697,46 @@ fn sigquit_prints_the_dump_and_exits_2() {
     assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
     assert!(err.contains("SIGQUIT"), "{err}");
     assert!(err.contains("('napper') [sleep, "), "{err}");
+    assert!(
+        err.contains("sysmon::napping"),
+        "the napper's function:\n{err}"
+    );
+}
+
+/// A coroutine's panic names the coroutine and where it was spawned, not the M's
+/// thread, in std's format.
+#[test]
+fn a_coroutines_panic_names_it() {
+    let o = run_scenario("panic_named", &[("RUST_BACKTRACE", "1")]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "stderr:\n{err}");
+    assert!(
+        err.contains("('parser') panicked at tests/sysmon.rs:"),
+        "{err}"
+    );
+    assert!(err.contains("bad input 7"), "{err}");
+    assert!(err.contains("(created at tests/sysmon.rs:"), "{err}");
+    assert!(
+        err.contains("sysmon::panicking_parser"),
+        "its stack:\n{err}"
+    );
+    assert!(!err.contains("thread 'goro-m"), "no M thread named:\n{err}");
+}
+
+/// A panic hook the program installed before goro started still runs for a
+/// coroutine's panic, after a line naming the coroutine; panics off coroutines reach it
+/// unchanged.
+#[test]
+fn a_programs_panic_hook_keeps_working() {
+    let o = run_scenario("panic_user_hook", &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "stderr:\n{err}");
+    assert!(
+        err.contains("('parser') panicked (created at tests/sysmon.rs:"),
+        "{err}"
+    );
+    assert_eq!(err.matches("USER HOOK:").count(), 2, "{err}");
+    assert!(err.contains("USER HOOK: on a thread"), "{err}");
 }
 
 #[test]
@@ -808,7 +873,7 @@ fn scenario_child() {
                 .name("stuck-recv")
                 .spawn(move || {
                     let _g = held.lock();
-                    let _ = rx.recv();
+                    stuck_receiving(rx);
                 })
                 .unwrap();
             let m2 = m.clone();
@@ -857,16 +922,36 @@ fn scenario_child() {
             wake.send(7).unwrap();
             assert_eq!(h.join().unwrap(), 7);
         }
+        "panic_named" => {
+            let h = goro::Builder::new()
+                .name("parser")
+                .spawn(panicking_parser)
+                .unwrap();
+            assert!(h.join().is_err());
+        }
+        "panic_user_hook" => {
+            std::panic::set_hook(Box::new(|info| {
+                let msg = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .unwrap_or("?");
+                eprintln!("USER HOOK: {msg}");
+            }));
+            let h = goro::Builder::new()
+                .name("parser")
+                .spawn(|| panic!("in a coroutine"))
+                .unwrap();
+            assert!(h.join().is_err());
+            assert!(std::panic::catch_unwind(|| panic!("on a thread")).is_err());
+        }
         "sigquit" => {
             // A shell's background job starts with SIGQUIT ignored, and goro leaves an
             // inherited disposition alone: restore the default before the runtime
             // starts, so the test does not depend on how it was launched.
             // SAFETY: setting a signal's disposition to its default; no handler runs.
             unsafe { libc::signal(libc::SIGQUIT, libc::SIG_DFL) };
-            let _n = goro::Builder::new()
-                .name("napper")
-                .spawn(|| goro::time::sleep(Duration::from_secs(10)))
-                .unwrap();
+            let _n = goro::Builder::new().name("napper").spawn(napping).unwrap();
             std::thread::sleep(Duration::from_millis(200));
             // SAFETY: raising a signal has no preconditions.
             unsafe { libc::raise(libc::SIGQUIT) };

@@ -187,6 +187,7 @@ impl<T: Send + 'static> JoinSet<T> {
     ///
     /// If no stack can be allocated; use [`spawn_with`](JoinSet::spawn_with) to get the
     /// error instead.
+    #[track_caller]
     pub fn spawn<F>(&mut self, f: F) -> u64
     where
         F: FnOnce() -> T + Send + 'static,
@@ -198,6 +199,7 @@ impl<T: Send + 'static> JoinSet<T> {
     /// Spawns a coroutine configured by `builder` (its name, stack size, pinning) into
     /// the set and returns its id. Fails as [`Builder::spawn`] does, without running
     /// anything.
+    #[track_caller]
     pub fn spawn_with<F>(&mut self, builder: Builder, f: F) -> io::Result<u64>
     where
         F: FnOnce() -> T + Send + 'static,

@@ -98,6 +98,7 @@ pub mod __loom {
         enter_goro, leave_goro, try_retake, PStatus, RetakeWord, StatusWord,
     };
     pub use crate::sched::runq::RunNext;
+    pub use crate::sched::scan::ScanWord;
     pub use crate::spawn::JoinState;
     pub use crate::wait::{WaitCell, Wake};
 }

@@ -36,7 +36,6 @@ pub(crate) fn seqcst_pair_fence() {
 }
 
 /// A busy-wait's pause: under loom a yield, so the model lets the awaited thread run.
-#[cfg(any(feature = "hooks", loom))]
 #[inline(always)]
 pub(crate) fn spin_loop() {
     #[cfg(loom)]

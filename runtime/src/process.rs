@@ -167,6 +167,7 @@ impl Command {
     /// Runs the child and collects its output: stdout and stderr are piped and stdin is
     /// [`Stdio::null`], unless set otherwise, as with std. (Unlike std, those defaults
     /// stay set on this `Command` for later spawns: std's builder cannot unset them.)
+    #[track_caller]
     pub fn output(&mut self) -> io::Result<Output> {
         if !self.set[0] {
             self.stdin(Stdio::null());
@@ -294,6 +295,7 @@ impl Child {
     /// Waits for the child and collects what it wrote to its piped stdout and stderr
     /// (both read at the same time; one not piped comes back empty). Closes stdin
     /// first.
+    #[track_caller]
     pub fn wait_with_output(mut self) -> io::Result<Output> {
         drop(self.stdin.take());
         let (stdout, stderr) = (self.stdout.take(), self.stderr.take());

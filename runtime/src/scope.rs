@@ -151,6 +151,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// If no stack can be allocated; use [`Builder::spawn_scoped`] to get the error
     /// instead.
+    #[track_caller]
     pub fn spawn<F, T>(&'scope self, f: F) -> ScopedJoinHandle<'scope, T>
     where
         F: FnOnce() -> T + Send + 'scope,
@@ -187,6 +188,7 @@ impl Builder {
     ///     assert_eq!(h.join().unwrap(), 6);
     /// });
     /// ```
+    #[track_caller]
     pub fn spawn_scoped<'scope, 'env, F, T>(
         self,
         scope: &'scope Scope<'scope, 'env>,

@@ -41,7 +41,7 @@
 use std::cell::UnsafeCell;
 use std::fmt;
 use std::io;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{catch_unwind, AssertUnwindSafe, Location};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -261,6 +261,7 @@ pub struct Builder {
     name: Option<String>,
     stack_size: Option<usize>,
     pinned: bool,
+    spawned_at: Option<&'static Location<'static>>,
 }
 
 impl Builder {
@@ -303,6 +304,7 @@ impl Builder {
     /// Spawns the coroutine. Fails, without running anything, if the stack size is out
     /// of range or a stack cannot be mapped (the error then names `vm.max_map_count`
     /// when that limit is the likely cause).
+    #[track_caller]
     pub fn spawn<F, T>(self, f: F) -> io::Result<JoinHandle<T>>
     where
         F: FnOnce() -> T + Send + 'static,
@@ -316,12 +318,27 @@ impl Builder {
         })
     }
 
+    /// Records `at` as the place the coroutine is spawned from, for a goro API that
+    /// spawns on a user's behalf later than the user's call (a timer's firing, a
+    /// context's `after_func`), so that the dump names the user's call. Without it,
+    /// the place is the caller of `spawn` (through `#[track_caller]`).
+    #[doc(hidden)]
+    pub fn spawned_at(mut self, at: &'static Location<'static>) -> Builder {
+        self.spawned_at = Some(at);
+        self
+    }
+
     /// Spawns a coroutine whose whole body is `main` (which calls [`run`] and hands
     /// the result on). Returns its id and name.
+    #[track_caller]
     pub(crate) fn spawn_main(
         self,
         main: impl FnOnce() + Send + 'static,
     ) -> io::Result<(u64, Option<Arc<str>>)> {
+        let spawned_at = match self.spawned_at {
+            Some(at) => at,
+            None => Location::caller(),
+        };
         // A loop that spawns is a loop of goro calls: it yields when sysmon asks (as
         // Go's newproc, a function call, checks for preemption), rather than lose its
         // P to a retake and spawn without one.
@@ -333,7 +350,13 @@ impl Builder {
             ));
         }
         let name: Option<Arc<str>> = self.name.map(Arc::from);
-        let id = sched::spawn_g(name.clone(), self.stack_size, self.pinned, main)?;
+        let id = sched::spawn_g(
+            name.clone(),
+            Some(spawned_at),
+            self.stack_size,
+            self.pinned,
+            main,
+        )?;
         Ok((id, name))
     }
 }
@@ -343,6 +366,7 @@ impl Builder {
 /// # Panics
 ///
 /// If no stack can be allocated; use [`Builder::spawn`] to get the error instead.
+#[track_caller]
 pub fn spawn<F, T>(f: F) -> JoinHandle<T>
 where
     F: FnOnce() -> T + Send + 'static,

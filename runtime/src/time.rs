@@ -119,13 +119,19 @@ impl Timer {
     /// Calls `f` on a new coroutine once `d` has passed, and again each time the timer
     /// is reset and fires. Firings never run `f` concurrently with itself: a firing
     /// that finds the previous call still running waits for it.
+    #[track_caller]
     pub fn after_func<F: FnMut() + Send + 'static>(d: Duration, f: F) -> Timer {
         let f = Arc::new(Serial::new(f));
+        // Each firing's coroutine is attributed to this call (the dump's "created at").
+        let at = std::panic::Location::caller();
         let raw = RawTimer::new(move || {
             let f = f.clone();
             // A spawn failure (no memory for a stack) cannot be reported to anyone
             // here; the timer's firing is lost, and the runtime says so.
-            let spawned = crate::Builder::new().name("timer").spawn(move || f.call());
+            let spawned = crate::Builder::new()
+                .name("timer")
+                .spawned_at(at)
+                .spawn(move || f.call());
             if let Err(e) = spawned {
                 eprintln!("goro: Timer::after_func: cannot start a coroutine for a firing: {e}");
             }

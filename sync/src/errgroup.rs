@@ -181,6 +181,7 @@ impl<E: Send + 'static> ErrGroup<E> {
     ///
     /// If the limit is 0 (`set_limit(0)`): no task could ever start, and waiting would
     /// hang. Also if no coroutine can be started (no memory for a stack).
+    #[track_caller]
     pub fn go(&self, f: impl FnOnce() -> Result<(), E> + Send + 'static) {
         let permit = match self.limit() {
             Limit::None => None,
@@ -195,6 +196,7 @@ impl<E: Send + 'static> ErrGroup<E> {
 
     /// Runs `f` on a new coroutine in the group if that needs no waiting: true if it
     /// started, false if the group is at its limit (Go's `TryGo`).
+    #[track_caller]
     pub fn try_go(&self, f: impl FnOnce() -> Result<(), E> + Send + 'static) -> bool {
         let permit = match self.limit() {
             Limit::None => None,
@@ -213,6 +215,7 @@ impl<E: Send + 'static> ErrGroup<E> {
     }
 
     /// Starts a task holding `permit` (released as it finishes, before it counts down).
+    #[track_caller]
     fn start(
         &self,
         f: impl FnOnce() -> Result<(), E> + Send + 'static,

@@ -263,6 +263,7 @@ impl From<Signal> for c_int {
 /// assert_eq!(sigs.recv().unwrap(), Signal::USR1);
 /// signal::stop(&sigs);
 /// ```
+#[track_caller]
 pub fn notify(signals: &[Signal]) -> Receiver<Signal> {
     let distinct = mask_of(signals).count_ones() as usize;
     let (tx, rx) = channel(distinct.max(1));
@@ -285,6 +286,7 @@ pub fn notify(signals: &[Signal]) -> Receiver<Signal> {
 /// assert_eq!(rx.recv().unwrap(), Signal::USR2);
 /// signal::stop_sender(&tx);
 /// ```
+#[track_caller]
 pub fn notify_with(tx: &Sender<Signal>, signals: &[Signal]) {
     subscribe(tx.clone(), signals);
 }
@@ -396,9 +398,12 @@ fn take_default(sig: Signal) {
 }
 
 /// Starts the dispatcher, once: the eventfd, its coroutine, and sysmon (so that the
-/// SIGQUIT dump's installer runs before any handler of ours is registered).
+/// SIGQUIT dump's installer runs before any handler of ours is registered). The
+/// coroutine is attributed to the first subscription, the call that made it.
+#[track_caller]
 fn start() {
     static STARTED: OnceLock<()> = OnceLock::new();
+    let at = std::panic::Location::caller();
     STARTED.get_or_init(|| {
         // SAFETY: eventfd has no memory arguments.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
@@ -414,6 +419,7 @@ fn start() {
         WAKE_FD.store(ev.as_raw_fd(), Ordering::SeqCst);
         goro_runtime::Builder::new()
             .name("goro-signal")
+            .spawned_at(at)
             .spawn(move || dispatch(ev))
             .unwrap_or_else(|e| panic!("goro::signal: cannot start the dispatcher: {e}"));
         goro_runtime::sync_support::start_sysmon();
@@ -485,6 +491,7 @@ fn publish(st: &State) {
     goro_runtime::sync_support::set_sigquit_dump(mask & Signal::QUIT.bit() == 0);
 }
 
+#[track_caller]
 fn subscribe(tx: Sender<Signal>, signals: &[Signal]) {
     assert!(
         !signals.is_empty(),

@@ -95,6 +95,7 @@ impl WaitGroup {
     ///
     /// If no coroutine can be started (no memory for its stack), after taking the
     /// count back, so that `wait` does not wait for a task that never ran.
+    #[track_caller]
     pub fn go(&self, f: impl FnOnce() + Send + 'static) {
         self.add(1);
         /// Counts the task down however it ends (Go's `defer wg.Done()`).

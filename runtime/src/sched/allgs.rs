@@ -20,6 +20,20 @@ const SHARDS: usize = 16;
 /// valid while in the registry.
 struct GPtr(*const G);
 
+impl GPtr {
+    /// A strong reference to the G. Only under its shard's lock.
+    fn strong(&self) -> super::g::GRef {
+        // SAFETY: a registered G is alive, so its `Arc` (every G is made in one:
+        // `G::new`) has a strong reference that cannot go while the caller holds the
+        // shard's lock (a G leaves the registry before its last reference does); we add
+        // one of our own and own it.
+        unsafe {
+            std::sync::Arc::increment_strong_count(self.0);
+            std::sync::Arc::from_raw(self.0)
+        }
+    }
+}
+
 // SAFETY: registered Gs are alive while registered and are only read (their shared,
 // thread-safe fields) under the shard lock.
 unsafe impl Send for GPtr {}
@@ -135,6 +149,26 @@ impl AllGs {
             // Relaxed: under the shard's lock.
             unsafe { (*moved.0).reg_idx.store(i as u32, Ordering::Relaxed) };
         }
+    }
+
+    /// Every live G, as strong references taken under each shard's lock (for the dump,
+    /// which walks them without holding the locks).
+    pub(crate) fn collect(&self) -> Vec<super::g::GRef> {
+        let mut out = Vec::new();
+        for s in &self.shards {
+            let v = s.lock();
+            out.reserve(v.len());
+            out.extend(v.iter().map(|g| g.strong()));
+        }
+        out
+    }
+
+    /// The live G with id `id`, if any, as a strong reference.
+    pub(crate) fn get(&self, id: u64) -> Option<super::g::GRef> {
+        let v = self.shard(id).lock();
+        // SAFETY: registered, hence alive; we hold the shard lock.
+        let found = v.iter().find(|g| unsafe { (*g.0).id } == id);
+        found.map(|g| g.strong())
     }
 
     /// Calls `f` on every live G, shard by shard, under the shard's lock. `f` must not

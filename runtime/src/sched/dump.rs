@@ -1,88 +1,106 @@
-//! The coroutine dump (Go's goroutine dump): for `debug::dump`, SIGQUIT and the
-//! deadlock report.
+//! The coroutine dump (Go's goroutine dump and goroutine profile): for `debug::dump`,
+//! SIGQUIT and the deadlock report.
+//!
+//! Every live coroutine with its state, wait reason and wait time, the M a running one
+//! runs on, where it was spawned, and — for one that is not running — its stack, with the
+//! runtime's own frames left out (`traceback.rs`). By default coroutines in the same
+//! state, parked in the same place and spawned from the same place are one entry with
+//! their count and the range of their wait times (Go's goroutine profile, `debug=1`);
+//! `Each` prints every coroutine on its own (`debug=2`). `GORO_DUMP=each` makes SIGQUIT
+//! and the deadlock report print each, and `GORO_TRACEBACK=all` keeps the runtime's
+//! frames (Go's `GOTRACEBACK=system`).
 
+use std::collections::HashMap;
 use std::fmt::Write;
+use std::panic::Location;
+use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
-use super::g::GStatus;
-use super::m::LOST_BLOCKED;
+use super::g::{GRef, GStatus};
+use super::m::{current_g_ptr, LOST_BLOCKED};
+use super::traceback::{self, Frame, Symbols, Walk};
 use crate::wait::WaitReason;
 
-/// One coroutine in a [`dump`].
-#[derive(Clone, Debug)]
+/// How a dump lays its entries out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// One entry per group of alike coroutines.
+    Grouped,
+    /// One entry per coroutine.
+    Each,
+}
+
+impl Layout {
+    /// What SIGQUIT and the deadlock report use: `GORO_DUMP=each`, else grouped.
+    pub(crate) fn from_env() -> Layout {
+        match std::env::var("GORO_DUMP") {
+            Ok(v) if v == "each" => Layout::Each,
+            _ => Layout::Grouped,
+        }
+    }
+}
+
+/// Whether `GORO_TRACEBACK=all` asks for the runtime's frames too.
+fn all_frames() -> bool {
+    std::env::var("GORO_TRACEBACK").is_ok_and(|v| v == "all")
+}
+
+/// One coroutine, as the dump shows it.
 struct Entry {
     id: u64,
     name: Option<std::sync::Arc<str>>,
+    /// Its state and wait reason (without the time).
     state: String,
     waited_ns: Option<i64>,
+    /// Shared by every coroutine with the same frames (`Symbols`).
+    frames: Arc<[Frame]>,
+    /// Why its stack is not shown, when it is not running and it is not.
+    not_walked: Option<&'static str>,
+    spawned_at: Option<&'static Location<'static>>,
 }
 
-/// A dump of every live coroutine, like Go's goroutine dump (SIGQUIT, or a deadlock
-/// report): its id, name, state — for a parked coroutine its wait reason (chan receive,
-/// chan send, select, mutex, sema, sleep, io read, io write, join, ...) — and how long it
-/// has been waiting, or, for one whose thread sysmon took the P from while it ran
-/// outside goro, whether it sat in the kernel or computed, and for how long; measured on the runtime's coarse clock (sysmon's rounds: accurate
-/// to a few milliseconds). Stacks are not walked.
-pub(crate) fn dump() -> String {
+/// Dumps are made one at a time (each holds its batch of coroutines' scan claims).
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The dump (see the module doc).
+pub(crate) fn dump(layout: Layout) -> String {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = super::rt();
     let now = crate::timers::nanotime();
-    // The coroutines whose Ms run them without a P: sysmon took it while they were
-    // outside goro (blocked in the kernel, or computing past their slice).
-    let mut outside = std::collections::HashMap::new();
-    for m in rt.allm.lock().iter() {
-        // Relaxed: informational (see the fields).
-        let at = m.lost_p_at.load(Ordering::Relaxed);
-        if at != 0 {
-            let why = m.lost_p_why.load(Ordering::Relaxed);
-            outside.insert(m.outside.load(Ordering::Relaxed), (why, at));
-        }
-    }
-    let mut entries = Vec::new();
-    rt.allgs.for_each(|g| {
-        let status = g.status();
-        let (state, waited) = match status {
-            GStatus::Running if outside.contains_key(&g.id) => {
-                let (why, at) = outside[&g.id];
-                let state = if why == LOST_BLOCKED {
-                    "blocked outside goro, P retaken"
-                } else {
-                    "computing outside goro, P retaken"
-                };
-                (state.to_string(), Some(now - at))
-            }
-            GStatus::Waiting => {
-                let reason = match g.wait_reason() {
-                    WaitReason::None => "waiting".to_string(),
-                    r => r.as_str().to_string(),
-                };
-                // Relaxed: an informational timestamp, written by the G when it parks; a stale one
-                // only skews the printed duration.
-                (reason, Some(now - g.wait_since.load(Ordering::Relaxed)))
-            }
-            GStatus::Syscall => (
-                WaitReason::BlockingCall.as_str().to_string(),
-                // Relaxed: informational, as above.
-                Some(now - g.wait_since.load(Ordering::Relaxed)),
-            ),
-            s => (s.as_str().to_string(), None),
-        };
-        entries.push(Entry {
-            id: g.id,
-            name: g.guard.name.clone(),
-            state,
-            waited_ns: waited,
-        });
-    });
-    entries.sort_by_key(|e| e.id);
+    let mut gs = rt.allgs.collect();
+    gs.sort_by_key(|g| g.id);
+    let walks = traceback::walk_all(&gs, current_g_ptr());
+    let mut symbols = Symbols::default();
+    let all = all_frames();
+    let entries: Vec<Entry> = gs
+        .iter()
+        .zip(walks)
+        .filter_map(|(g, walk)| entry(g, walk, now, &mut symbols, all))
+        .collect();
     let mut out = String::new();
+    let groups = match layout {
+        Layout::Each => entries.iter().map(|e| vec![e]).collect(),
+        Layout::Grouped => group(&entries),
+    };
     let _ = writeln!(
         out,
-        "coroutine dump: {} coroutines, {} Ps, {} threads",
+        "coroutine dump: {} coroutines{}, {} Ps, {} threads",
         entries.len(),
+        match layout {
+            Layout::Grouped => format!(" in {} groups", groups.len()),
+            Layout::Each => String::new(),
+        },
         rt.procs(),
         // Relaxed: a count for display (see the field).
         rt.nm_alive.load(Ordering::Relaxed)
     );
+    if layout == Layout::Grouped {
+        out.push_str(
+            "(coroutines alike in state, stack and spawn site are one entry; \
+             GORO_DUMP=each or goro::debug::dump_each() shows each)\n",
+        );
+    }
     let _ = writeln!(
         out,
         "retake barrier: {}",
@@ -92,19 +110,192 @@ pub(crate) fn dump() -> String {
             "SeqCst fence on every goro call (membarrier registration refused)"
         }
     );
+    let cwd = std::env::current_dir().ok();
+    for group in groups {
+        out.push('\n');
+        write_group(&mut out, &group, cwd.as_deref());
+    }
+    out
+}
+
+/// The coroutine's entry, or None if it has just ended.
+fn entry(g: &GRef, walk: Walk, now: i64, symbols: &mut Symbols, all: bool) -> Option<Entry> {
+    let status = g.status();
+    // Relaxed: informational timestamps and ids (see the fields); a stale one only
+    // skews what is printed.
+    let since = g.wait_since.load(Ordering::Relaxed);
+    let (m, lost) = m_of(g.id);
+    let m = m.map_or_else(|| "an M".to_string(), |m| format!("M {m}"));
+    let (state, waited) = match status {
+        GStatus::Dead => return None,
+        GStatus::Running if std::ptr::eq(&**g, current_g_ptr()) => {
+            ("running, making this dump".to_string(), None)
+        }
+        GStatus::Running => match lost {
+            Some((why, at)) => {
+                let state = if why == LOST_BLOCKED {
+                    "blocked outside goro, P retaken"
+                } else {
+                    "computing outside goro, P retaken"
+                };
+                (format!("{state}, on {m}"), Some(now - at))
+            }
+            None => (format!("running on {m}"), None),
+        },
+        GStatus::Waiting => {
+            let reason = match g.wait_reason() {
+                WaitReason::None => "waiting".to_string(),
+                r => r.as_str().to_string(),
+            };
+            (reason, Some(now - since))
+        }
+        GStatus::Syscall => (
+            format!("{}, on {m}", WaitReason::BlockingCall.as_str()),
+            Some(now - since),
+        ),
+        GStatus::Runnable => ("runnable".to_string(), None),
+    };
+    let (frames, not_walked) = match walk {
+        Walk::Frames(ips) => (symbols.frames(&ips, all), None),
+        Walk::OnCpu => (Arc::from([]), None),
+        Walk::Skipped(why) => (Arc::from([]), Some(why)),
+    };
+    // A runnable coroutine that has never run has no stack yet.
+    let state = match (status, not_walked) {
+        (GStatus::Runnable, Some("not started")) => "runnable, not started".to_string(),
+        _ => state,
+    };
+    let not_walked = not_walked.filter(|&why| why != "not started");
+    Some(Entry {
+        id: g.id,
+        name: g.guard.name.clone(),
+        state,
+        waited_ns: waited,
+        frames,
+        not_walked,
+        spawned_at: g.spawned_at,
+    })
+}
+
+/// The M running coroutine `id`'s code now, if one is (its `outside` word names the
+/// coroutine while it runs the coroutine's code, not while that code is inside a goro
+/// call), and, if that M lost its P while the coroutine was outside goro, why and since
+/// when.
+fn m_of(id: u64) -> (Option<usize>, Option<(u8, i64)>) {
+    let rt = super::rt();
+    let ms = rt.allm.lock();
+    // Relaxed: informational (see the fields).
+    match ms.iter().find(|m| m.outside.load(Ordering::Relaxed) == id) {
+        None => (None, None),
+        Some(m) => {
+            let at = m.lost_p_at.load(Ordering::Relaxed);
+            let lost = (at != 0).then(|| (m.lost_p_why.load(Ordering::Relaxed), at));
+            (Some(m.id), lost)
+        }
+    }
+}
+
+/// Groups entries alike in state, frames and spawn site, largest group first, then by
+/// lowest id.
+fn group(entries: &[Entry]) -> Vec<Vec<&Entry>> {
+    // Frames by pointer: `Symbols` gives equal stacks one `Arc`.
+    type Key<'a> = (&'a str, *const Frame, Option<&'static Location<'static>>);
+    let mut index: HashMap<Key<'_>, usize> = HashMap::new();
+    let mut groups: Vec<Vec<&Entry>> = Vec::new();
     for e in entries {
-        let _ = write!(out, "\ncoroutine {}", e.id);
-        if let Some(n) = &e.name {
+        let key = (e.state.as_str(), e.frames.as_ptr(), e.spawned_at);
+        // Running coroutines, and those whose stack was not walked, are shown alone.
+        if e.frames.is_empty() || e.not_walked.is_some() {
+            groups.push(vec![e]);
+            continue;
+        }
+        match index.get(&key) {
+            Some(&i) => groups[i].push(e),
+            None => {
+                index.insert(key, groups.len());
+                groups.push(vec![e]);
+            }
+        }
+    }
+    groups.sort_by_key(|g| (std::cmp::Reverse(g.len()), g[0].id));
+    groups
+}
+
+/// The ids a group's header lists before "and N more".
+const IDS_SHOWN: usize = 8;
+
+fn write_group(out: &mut String, group: &[&Entry], cwd: Option<&Path>) {
+    let first = group[0];
+    if group.len() == 1 {
+        let _ = write!(out, "coroutine {}", first.id);
+        if let Some(n) = &first.name {
             let _ = write!(out, " ('{n}')");
         }
-        let _ = write!(out, " [{}", e.state);
-        if let Some(ns) = e.waited_ns {
+        let _ = write!(out, " [{}", first.state);
+        if let Some(ns) = first.waited_ns {
             let _ = write!(out, ", {}", human(ns.max(0)));
         }
-        out.push(']');
+        out.push_str("]:\n");
+    } else {
+        let _ = write!(out, "{} coroutines [{}", group.len(), first.state);
+        let waits: Vec<i64> = group.iter().filter_map(|e| e.waited_ns).collect();
+        if let (Some(lo), Some(hi)) = (waits.iter().min(), waits.iter().max()) {
+            if human(*lo) == human(*hi) {
+                let _ = write!(out, ", {}", human((*lo).max(0)));
+            } else {
+                let _ = write!(out, ", {} to {}", human((*lo).max(0)), human((*hi).max(0)));
+            }
+        }
+        out.push_str("]: ");
+        for (i, e) in group.iter().take(IDS_SHOWN).enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            let _ = write!(out, "{}", e.id);
+            if let Some(n) = &e.name {
+                let _ = write!(out, " ('{n}')");
+            }
+        }
+        if group.len() > IDS_SHOWN {
+            let _ = write!(out, " and {} more", group.len() - IDS_SHOWN);
+        }
+        out.push('\n');
     }
-    out.push('\n');
-    out
+    write_frames(out, &first.frames, cwd);
+    if let Some(why) = first.not_walked {
+        let _ = writeln!(out, "    (stack not shown: {why})");
+    }
+    match first.spawned_at {
+        Some(at) => {
+            let at = short_path(at.file(), at.line(), Some(at.column()), cwd);
+            let _ = writeln!(out, "    created at {at}");
+        }
+        None => out.push_str("    created by the runtime\n"),
+    }
+}
+
+/// Frames as the dump prints them: the function, then where, indented; files relative
+/// to `cwd` where they are under it.
+pub(crate) fn write_frames(out: &mut String, frames: &[Frame], cwd: Option<&Path>) {
+    for f in frames {
+        let _ = writeln!(out, "    {}", f.function);
+        if let Some(file) = &f.file {
+            let at = short_path(&file.to_string_lossy(), f.line.unwrap_or(0), f.column, cwd);
+            let _ = writeln!(out, "        at {at}");
+        }
+    }
+}
+
+/// `file:line[:column]`, the file relative to `cwd` when it is under it.
+fn short_path(file: &str, line: u32, column: Option<u32>, cwd: Option<&Path>) -> String {
+    let rel = cwd
+        .and_then(|d| Path::new(file).strip_prefix(d).ok())
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.to_string());
+    match column {
+        Some(c) if c > 0 => format!("{rel}:{line}:{c}"),
+        _ => format!("{rel}:{line}"),
+    }
 }
 
 fn human(ns: i64) -> String {
@@ -116,4 +307,72 @@ fn human(ns: i64) -> String {
     } else {
         format!("{}ms", ns / 1_000_000)
     }
+}
+
+/// One coroutine's stack, on request (`debug::stack`).
+///
+/// Fields may be added: build one only through `debug::stack`.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackTrace {
+    /// The coroutine's id.
+    pub id: u64,
+    /// Its name, if it has one.
+    pub name: Option<String>,
+    /// Its frames, innermost first, the runtime's own left out (all of them with
+    /// `GORO_TRACEBACK=all`). Empty when the stack could not be walked.
+    pub frames: Vec<Frame>,
+    /// Why `frames` is empty, if it is: the coroutine was running (`running on M 2`),
+    /// in a blocking call, not started yet, or its stack could not be walked.
+    pub unavailable: Option<String>,
+    /// Where it was spawned (see `CoroutineInfo::spawned_at`).
+    pub spawned_at: Option<&'static Location<'static>>,
+}
+
+impl std::fmt::Display for StackTrace {
+    /// As the dump prints one coroutine: a header line, the frames, where it was spawned.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "coroutine {}", self.id)?;
+        if let Some(n) = &self.name {
+            write!(f, " ('{n}')")?;
+        }
+        match &self.unavailable {
+            Some(why) => writeln!(f, " [{why}]:")?,
+            None => writeln!(f, ":")?,
+        }
+        let cwd = std::env::current_dir().ok();
+        let mut out = String::new();
+        write_frames(&mut out, &self.frames, cwd.as_deref());
+        if let Some(at) = self.spawned_at {
+            let at = short_path(at.file(), at.line(), Some(at.column()), cwd.as_deref());
+            let _ = writeln!(out, "    created at {at}");
+        }
+        f.write_str(&out)
+    }
+}
+
+/// The stack of the live coroutine `id` (see [`StackTrace`]), or None if there is none.
+pub(crate) fn stack(id: u64) -> Option<StackTrace> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let g = super::rt().allgs.get(id)?;
+    let walk = traceback::walk_all(std::slice::from_ref(&g), current_g_ptr()).pop()?;
+    let e = entry(
+        &g,
+        walk,
+        crate::timers::nanotime(),
+        &mut Symbols::default(),
+        all_frames(),
+    )?;
+    let unavailable = match (e.frames.is_empty(), e.not_walked) {
+        (false, _) => None,
+        (true, Some(why)) => Some(format!("{}; stack not shown: {why}", e.state)),
+        (true, None) => Some(e.state),
+    };
+    Some(StackTrace {
+        id,
+        name: e.name.map(|n| n.to_string()),
+        frames: e.frames.to_vec(),
+        unavailable,
+        spawned_at: e.spawned_at,
+    })
 }

@@ -1,11 +1,14 @@
 //! G: a coroutine, its status and its wait reason.
 
 use std::cell::{RefCell, UnsafeCell};
+use std::panic::Location;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
+use super::scan::ScanWord;
+use super::traceback::Capture;
 use crate::local_table::LocalTable;
 use crate::stack::overflow::GuardInfo;
 use crate::stack::Stack;
@@ -14,7 +17,14 @@ use crate::wait::{WaitCell, WaitReason};
 /// A shared reference to a G. Run queues, `runnext` and unparkers hold these.
 pub(crate) type GRef = Arc<G>;
 
-type GCoroutine = Coroutine<(), Request, (), Stack>;
+type GCoroutine = Coroutine<Resume, Request, (), Stack>;
+
+/// What a G is resumed with: null to run on (the scheduler's resume), or a capture to
+/// walk its own stack into before it suspends again with `Request::Inspected` (a
+/// dump's resume: `traceback.rs`, under the scan handshake; the G goes on waiting or
+/// queued as it was, and nothing else runs). A bare pointer, not an enum: the
+/// scheduler's resume passes one register and the G tests it for null.
+pub(crate) type Resume = *mut Capture;
 
 /// What a G is doing (Go: the _G* statuses). Changed only through [`G::transition`],
 /// by the G's owner:
@@ -67,16 +77,6 @@ impl GStatus {
                 | (Running, Dead)
         )
     }
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            GStatus::Runnable => "runnable",
-            GStatus::Running => "running",
-            GStatus::Waiting => "waiting",
-            GStatus::Syscall => "blocking call",
-            GStatus::Dead => "dead",
-        }
-    }
 }
 
 /// What a G asks of its M when it suspends.
@@ -92,6 +92,8 @@ pub(crate) enum Request {
     Park(*mut (dyn FnMut() + 'static)),
     /// Back from a blocking call with no P to run on: queue me globally and park the M.
     ExitSyscall,
+    /// My stack is walked (the answer to an inspecting resume); only a dump sees this.
+    Inspected,
 }
 
 /// A coroutine.
@@ -127,8 +129,13 @@ pub(crate) struct G {
     /// The G's index in its `AllGs` shard: written and read by `AllGs` only, under that
     /// shard's lock (hence Relaxed).
     pub(crate) reg_idx: AtomicU32,
+    /// Where the G was spawned (the user's call, through `#[track_caller]`); None for a
+    /// coroutine the runtime makes for itself. Immutable.
+    pub(crate) spawned_at: Option<&'static Location<'static>>,
+    /// The scan handshake with a dump (`scan.rs`).
+    pub(crate) scan: ScanWord,
     co: UnsafeCell<Option<GCoroutine>>,
-    yielder: UnsafeCell<*const Yielder<(), Request>>,
+    yielder: UnsafeCell<*const Yielder<Resume, Request>>,
     parked_self_ref: UnsafeCell<bool>,
     /// Whether the G is pinned to the M that first runs it (Go: LockOSThread).
     pub(crate) pinned: bool,
@@ -159,13 +166,16 @@ impl G {
         shell: Option<GRef>,
         id: u64,
         name: Option<Arc<str>>,
+        spawned_at: Option<&'static Location<'static>>,
         pinned: bool,
         stack: Stack,
         main: impl FnOnce() + Send + 'static,
     ) -> GRef {
         let (guard_lo, guard_hi) = stack.guard_range();
         let usable = stack.usable();
-        let co = Coroutine::with_stack(stack, move |y: &Yielder<(), Request>, ()| {
+        // The first resume is always the scheduler's (null): a dump walks only
+        // a coroutine that has started (`inspect`).
+        let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Request>, _: Resume| {
             // The M published this G as its current one before resuming it.
             let g = super::m::current_g_ptr();
             // SAFETY: `g` is the running G (alive: its M holds it); the yielder slot is
@@ -187,6 +197,8 @@ impl G {
             status: AtomicU8::new(GStatus::Runnable as u8),
             wait_since: AtomicI64::new(0),
             reg_idx: AtomicU32::new(u32::MAX),
+            spawned_at,
+            scan: ScanWord::new(),
             co: UnsafeCell::new(Some(co)),
             yielder: UnsafeCell::new(std::ptr::null()),
             parked_self_ref: UnsafeCell::new(false),
@@ -250,14 +262,26 @@ impl G {
                 );
             }
         }
-        // Relaxed: the owner reads its own writes, ownership moves with Release/Acquire
-        // pairs (run queues, the park/ready handshake), and the other readers (the
-        // dump, sysmon's deadlock check, which re-checks over time) take a hint.
-        self.status.store(to as u8, Ordering::Relaxed);
+        // Release: a move off `Running` is made by the M after the coroutine suspended
+        // (`execute`, `commit_park`), and publishes its stack as it left it to a dump
+        // that sees the new status (the scan handshake, `scan.rs`; the Acquire in
+        // `status_off_cpu`). Ownership itself moves with other Release/Acquire pairs
+        // (run queues, the park/ready handshake), and the other readers (sysmon's
+        // deadlock check, which re-checks over time) take a hint. A plain store on x86.
+        self.status.store(to as u8, Ordering::Release);
     }
 
     pub(crate) fn status(&self) -> GStatus {
         GStatus::from_u8(self.status.load(Ordering::Relaxed))
+    }
+
+    /// For a dump holding the G's scan claim, after the barrier: whether the G is off
+    /// its CPU (parked or queued), so that its stack is the dump's until it lets go
+    /// (the scan handshake).
+    pub(crate) fn status_off_cpu(&self) -> bool {
+        // Acquire: pairs with the Release in `transition` (see there).
+        let s = GStatus::from_u8(self.status.load(Ordering::Acquire));
+        matches!(s, GStatus::Waiting | GStatus::Runnable)
     }
 
     /// Runs the G until it suspends or ends.
@@ -270,8 +294,31 @@ impl G {
         // SAFETY: the owner has exclusive access to `co` (caller's contract).
         let co = unsafe { &mut *self.co.get() };
         match co {
-            Some(co) => co.resume(()),
+            Some(co) => co.resume(std::ptr::null_mut()),
             None => super::fatal!("G::resume: coroutine {} has already finished", self.id),
+        }
+    }
+
+    /// Walks the suspended G's stack into `cap` by resuming it in inspection mode
+    /// (`traceback.rs`). Returns false, touching nothing, if its coroutine has not
+    /// started or has finished.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the G's scan claim and saw it off its CPU (`status_off_cpu`),
+    /// which makes it the coroutine's only user until it releases the claim.
+    pub(crate) unsafe fn inspect(&self, cap: &mut Capture) -> bool {
+        // SAFETY: the claim excludes the G's M from `co` (caller's contract).
+        let co = unsafe { &mut *self.co.get() };
+        let Some(co) = co.as_mut().filter(|c| c.started() && !c.done()) else {
+            return false;
+        };
+        match co.resume(cap) {
+            CoroutineResult::Yield(Request::Inspected) => true,
+            _ => super::fatal!(
+                "G::inspect: coroutine {} did not answer an inspection",
+                self.id
+            ),
         }
     }
 
@@ -301,7 +348,22 @@ impl G {
         }
         // SAFETY: the yielder was recorded by the coroutine's entry and stays valid
         // for the coroutine's whole life; we are on that coroutine (caller's contract).
-        unsafe { (**self.yielder.get()).suspend(req) }
+        let y = unsafe { &**self.yielder.get() };
+        let resumed = y.suspend(req);
+        if !resumed.is_null() {
+            self.answer_inspections(y, resumed);
+        }
+    }
+
+    /// A dump's resume: walk our stack for it, and suspend again as we were, until the
+    /// scheduler resumes us.
+    #[cold]
+    #[inline(never)]
+    fn answer_inspections(&self, y: &Yielder<Resume, Request>, mut resumed: Resume) {
+        while !resumed.is_null() {
+            super::traceback::capture(resumed, &self.guard);
+            resumed = y.suspend(Request::Inspected);
+        }
     }
 
     /// Records (owner only, before the park CAS) that the owner's reference now keeps
@@ -382,6 +444,7 @@ mod tests {
             shell,
             id,
             Some(format!("g{id}").into()),
+            None,
             false,
             stack,
             || {},

@@ -42,12 +42,15 @@ pub(crate) struct M {
     /// The retake word of the P this M holds as it expects it on entering goro
     /// (`RetakeWord::held_word` of the epoch `RetakeWord::acquire` gave it).
     held_word: Cell<u64>,
-    /// `membarrier::expedited()`, copied here where `enter` reads it.
-    expedited: bool,
+    /// `membarrier::expedited()`, copied here where `enter` and the scan handshake
+    /// (`execute`) read it.
+    pub(crate) expedited: bool,
 }
 
 /// The part of an M that other threads touch: its wake-up hand-off.
 pub(crate) struct MShared {
+    /// The M's id (`M::id`), for the dump.
+    pub(crate) id: usize,
     /// What `hand` gives the parked M.
     next: Mutex<Option<Handoff>>,
     /// Set (Release) by whoever hands this M a P, after `next` is filled; cleared and
@@ -528,6 +531,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 cpu_clock = -1; // unknown: sysmon then only sees CPU-bound runs (`cpu_ns` is None)
             }
             let shared = Arc::new(MShared {
+                id,
                 next: Mutex::new(Rank::MHandoff, None),
                 woken: AtomicBool::new(false),
                 thread: thread::current(),

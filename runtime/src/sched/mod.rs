@@ -119,13 +119,16 @@ pub(crate) mod g;
 pub(crate) mod idle;
 pub(crate) mod m;
 pub(crate) mod p;
+pub(crate) mod panics;
 pub(crate) mod park;
 pub(crate) mod runq;
+pub(crate) mod scan;
 pub(crate) mod schedule;
 pub(crate) mod stats;
 pub(crate) mod syscall;
 pub(crate) mod sysmon;
 pub(crate) mod timers;
+pub(crate) mod traceback;
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -324,6 +327,7 @@ impl Config {
 /// Builds the runtime from a checked configuration (`usable`: its stack size, checked).
 fn build(cfg: Config, usable: usize) -> Runtime {
     crate::stack::overflow::install();
+    panics::install();
     crate::membarrier::init(cfg.membarrier);
     let rt = Runtime {
         allp: Box::leak((0..MAX_PROCS).map(|_| OnceLock::new()).collect()),

@@ -2,10 +2,11 @@
 //! (`WaitCell`), the blocking API built on it `park.rs`. Here are the two halves that
 //! run on a coroutine's M, in order:
 //!
-//! 1. `park_current_g` (on the G): record why it waits, go `Running -> Waiting`,
-//!    suspend to the M with the commit action.
-//! 2. `commit_park` (on the M, off the G's stack): run the commit action (an unlock),
-//!    then the park CAS `WAITING -> PARKED`. If it succeeds, the M's reference keeps
+//! 1. `park_current_g` (on the G): record why it waits, suspend to the M with the
+//!    commit action.
+//! 2. `commit_park` (on the M, off the G's stack): go `Running -> Waiting` (only off
+//!    its stack, so that a dump that sees `Waiting` may walk it: the scan handshake),
+//!    run the commit action (an unlock), then the park CAS `WAITING -> PARKED`. If it succeeds, the M's reference keeps
 //!    the parked G alive (`parked_self_ref`, see `G`'s doc) and the unparker that moves
 //!    it away from PARKED readies it; if it fails, the wait was already woken and the M
 //!    runs the G again at once (`Waiting -> Running`).
@@ -33,7 +34,6 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
     // the suspend below.
     let g = unsafe { &*g };
     g.set_wait_reason(reason);
-    g.transition(GStatus::Running, GStatus::Waiting);
     // Relaxed: an informational timestamp for the dump (see `G::wait_since`).
     g.wait_since.store(
         super::rt().coarse_now.load(Ordering::Relaxed),
@@ -65,6 +65,7 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
 /// M's own stack, and `commit` is that request's pointer.
 #[inline]
 pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static)) -> bool {
+    g.transition(GStatus::Running, GStatus::Waiting);
     // SAFETY: `commit` points into park_current_g's frame on the suspended G's stack,
     // which stays valid until the G is resumed; that cannot happen before the try_park
     // below publishes it as parked.

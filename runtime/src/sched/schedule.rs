@@ -408,6 +408,8 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     loop {
         m.set_curg(Arc::as_ptr(&g));
         overflow::set_running(&g.guard);
+        // A dump may be walking its stack: wait until it is done (the scan handshake).
+        g.scan.begin_run(m.expedited);
         // Leave goro for the coroutine's user code, enter again when it comes back:
         // meanwhile sysmon may take the P (the retake handshake, p.rs).
         m.leave(g.id);
@@ -466,6 +468,12 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
             CoroutineResult::Yield(Request::ExitSyscall) => {
                 // Back from a blocking call that lost its P.
                 return requeue_without_p(g);
+            }
+            CoroutineResult::Yield(Request::Inspected) => {
+                fatal!(
+                    "execute: coroutine {} answered an inspection it was not asked",
+                    g.id
+                )
             }
             CoroutineResult::Return(()) => {
                 if !held {
@@ -675,6 +683,7 @@ pub(crate) fn startm_with(p: &'static P, spinning: bool) {
 /// from an M with a P (Go: newproc), in the global queue otherwise. Returns its id.
 pub(crate) fn spawn_g(
     name: Option<Arc<str>>,
+    spawned_at: Option<&'static std::panic::Location<'static>>,
     stack_size: Option<usize>,
     pinned: bool,
     main: impl FnOnce() + Send + 'static,
@@ -690,7 +699,7 @@ pub(crate) fn spawn_g(
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
     let id = alloc_goid(p.as_ref());
     let shell = p.as_ref().and_then(|p| p.local().shells.get());
-    let g = G::new(shell, id, name, pinned, stack, main);
+    let g = G::new(shell, id, name, spawned_at, pinned, stack, main);
     rt.allgs.add(&g);
     match p {
         Some(p) => {

@@ -96,12 +96,19 @@ pub struct CoroutineInfo {
     /// How long it has been `Waiting` or `Blocking`, on the runtime's coarse clock
     /// (sysmon's rounds: accurate to a few milliseconds); `None` otherwise.
     pub waiting_for: Option<Duration>,
+    /// Where it was spawned: the `go!`, `spawn`, `Builder::spawn`, `Scope::spawn` or
+    /// `JoinSet::spawn` call, or the goro call that spawned it on the program's behalf
+    /// (`WaitGroup::go`, `ErrGroup::go`, `Timer::after_func`, `Context::after_func`,
+    /// `signal::notify`, `Command::output`). `None` only for a coroutine the runtime
+    /// makes for itself.
+    pub spawned_at: Option<&'static std::panic::Location<'static>>,
 }
 
 /// One registry entry, copied out under the shard lock (no allocation but the push).
 struct Raw {
     id: u64,
     name: Option<Arc<str>>,
+    spawned_at: Option<&'static std::panic::Location<'static>>,
     status: GStatus,
     reason: WaitReason,
     since: i64,
@@ -115,6 +122,7 @@ pub(crate) fn coroutines() -> Vec<CoroutineInfo> {
         raw.push(Raw {
             id: g.id,
             name: g.guard.name.clone(),
+            spawned_at: g.spawned_at,
             status: g.status(),
             reason: g.wait_reason(),
             // Relaxed: an informational timestamp, written by the G as it parks (see
@@ -145,6 +153,7 @@ pub(crate) fn coroutines() -> Vec<CoroutineInfo> {
                 }),
                 waiting_for: waits
                     .then(|| Duration::from_nanos(now.saturating_sub(r.since).max(0) as u64)),
+                spawned_at: r.spawned_at,
             })
         })
         .collect();

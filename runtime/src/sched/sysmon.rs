@@ -492,8 +492,8 @@ fn sleep(ns: Option<i64>) -> bool {
         // From our non-blocking pipe.
         let got = crate::sys::read(rfd, &mut buf).unwrap_or(0);
         if buf[..got].contains(&b'Q') && sigquit_dumps() {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "SIGQUIT: quit\n\n{}", super::dump::dump());
+            let dump = super::dump::dump(super::dump::Layout::from_env());
+            let _ = writeln!(std::io::stderr().lock(), "SIGQUIT: quit\n\n{dump}");
             std::process::exit(2);
         }
         // A P that merely started running ('R') asks for a look, not for close watch.
@@ -722,11 +722,10 @@ fn progress_mark(rt: &Runtime, procs: usize) -> u64 {
 }
 
 fn report_deadlock() -> ! {
-    let mut err = std::io::stderr().lock();
+    let dump = super::dump::dump(super::dump::Layout::from_env());
     let _ = writeln!(
-        err,
-        "fatal error: all coroutines are asleep - deadlock!\n\n{}",
-        super::dump::dump()
+        std::io::stderr().lock(),
+        "fatal error: all coroutines are asleep - deadlock!\n\n{dump}"
     );
     std::process::exit(2);
 }

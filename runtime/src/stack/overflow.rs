@@ -38,6 +38,12 @@ pub(crate) fn set_running(info: *const GuardInfo) {
     RUNNING.with(|r| r.set(info));
 }
 
+/// The guard published on this thread (for a dump that runs another coroutine here for
+/// a moment and then puts it back).
+pub(crate) fn running() -> *const GuardInfo {
+    RUNNING.with(|r| r.get())
+}
+
 struct Previous {
     segv: libc::sigaction,
     bus: libc::sigaction,

@@ -270,8 +270,9 @@ impl Context {
     /// assert!(ctx.err().is_some());
     /// assert!(!stop.stop()); // it ran
     /// ```
+    #[track_caller]
     pub fn after_func(&self, f: impl FnOnce() + Send + 'static) -> AfterFunc {
-        let entry = AfterEntry::new(Box::new(f));
+        let entry = AfterEntry::new(Box::new(f), std::panic::Location::caller());
         if let Some(node) = &self.canceller {
             node.add_after(&entry);
         }

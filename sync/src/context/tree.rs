@@ -146,6 +146,8 @@ pub(super) struct AfterEntry {
     f: Mutex<Option<Box<dyn FnOnce() + Send>>>,
     /// See [`Slotted`]; under the owning node's lock.
     slot: AtomicUsize,
+    /// The `after_func` call, to which the function's coroutine is attributed.
+    at: &'static std::panic::Location<'static>,
 }
 
 impl Slotted for AfterEntry {
@@ -155,11 +157,22 @@ impl Slotted for AfterEntry {
 }
 
 impl AfterEntry {
-    pub(super) fn new(f: Box<dyn FnOnce() + Send>) -> Arc<AfterEntry> {
+    pub(super) fn new(
+        f: Box<dyn FnOnce() + Send>,
+        at: &'static std::panic::Location<'static>,
+    ) -> Arc<AfterEntry> {
         Arc::new(AfterEntry {
             f: Mutex::new(Some(f)),
             slot: AtomicUsize::new(NOT_LINKED),
+            at,
         })
+    }
+
+    /// Starts the function on its own coroutine, if nobody took it yet.
+    fn start(&self) {
+        if let Some(f) = self.take() {
+            start(f, self.at);
+        }
     }
 
     /// Takes the function out: `Some` for exactly one caller.
@@ -170,9 +183,10 @@ impl AfterEntry {
 
 /// Starts `f` on its own coroutine (Go's `go f()` in `AfterFunc`). A spawn failure
 /// (no memory for a stack) cannot be reported to anyone; it is printed.
-pub(super) fn start(f: Box<dyn FnOnce() + Send>) {
+fn start(f: Box<dyn FnOnce() + Send>, at: &'static std::panic::Location<'static>) {
     let spawned = goro_runtime::Builder::new()
         .name("context after_func")
+        .spawned_at(at)
         .spawn(f);
     if let Err(e) = spawned {
         eprintln!("goro: Context::after_func: cannot start a coroutine: {e}");
@@ -327,9 +341,7 @@ impl Canceller {
                 return;
             }
         }
-        if let Some(f) = entry.take() {
-            start(f);
-        }
+        entry.start();
     }
 
     /// Unregisters `entry` (a `stop`), so that a long-lived context does not keep what
@@ -405,9 +417,7 @@ impl Taken {
             t.stop();
         }
         for entry in self.after {
-            if let Some(f) = entry.take() {
-                start(f);
-            }
+            entry.start();
         }
         self.children
     }

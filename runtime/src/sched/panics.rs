@@ -1,0 +1,117 @@
+//! Panic reports that name the coroutine: a coroutine's panic says "coroutine 17
+//! ('parser') panicked at ...", with where it was spawned, where std's hook would name
+//! the M's thread (`goro-m0`), which the program never made.
+//!
+//! The runtime installs its hook when it starts, around the hook it finds. A panic off
+//! a coroutine goes to that hook unchanged. A coroutine's panic is reported by the
+//! runtime in std's format if the hook found is std's default, and otherwise announced
+//! by one line (the coroutine, where it was spawned) before the program's own hook runs,
+//! so a hook the program installed first keeps working. A hook the program installs
+//! later replaces this one, as std's `set_hook` does: its choice.
+//!
+//! std's default hook is recognised by asking std for it (`take_hook` with no hook set
+//! gives the default, boxed) and comparing the two boxes' vtables; were the comparison
+//! ever to fail for two defaults, the program would see std's report after the line
+//! naming the coroutine, never lose a report.
+
+use std::any::Any;
+use std::io::Write;
+use std::panic::{self, Location};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Once;
+
+use super::m::running_g_ptr;
+use super::traceback::{self, Symbols, Walk};
+
+/// Installs the hook, once (from the runtime's start).
+pub(crate) fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let found = panic::take_hook();
+        // `found` is gone from std, so this is std's default, boxed anew.
+        let default = panic::take_hook();
+        // Data pointer and vtable both: two default hooks are one zero-sized function
+        // behind std's one vtable; a program's hook has its own vtable.
+        let found_is_default = std::ptr::eq(&*found, &*default);
+        drop(default);
+        panic::set_hook(Box::new(move |info| match coroutine() {
+            None => found(info),
+            Some((who, spawned)) if found_is_default => {
+                report(info.payload(), info.location(), &who, spawned.as_deref())
+            }
+            Some((who, spawned)) => {
+                let line = match &spawned {
+                    Some(s) => format!("{who} panicked {s}:\n"),
+                    None => format!("{who} panicked:\n"),
+                };
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                found(info)
+            }
+        }));
+    });
+}
+
+/// The coroutine whose code runs on this thread, as a report names it ("coroutine 17
+/// ('parser')"), and where it was spawned; None off a coroutine.
+fn coroutine() -> Option<(String, Option<String>)> {
+    let g = running_g_ptr();
+    if g.is_null() {
+        return None;
+    }
+    // SAFETY: the G whose code runs on this thread is alive while it runs (its M holds
+    // it); its id, name and spawn site never change.
+    let g = unsafe { &*g };
+    let mut who = format!("coroutine {}", g.id);
+    if let Some(name) = &g.guard.name {
+        who.push_str(&format!(" ('{name}')"));
+    }
+    Some((who, g.spawned_at.map(|at| format!("(created at {at})"))))
+}
+
+/// std's default report, with the coroutine where std names the thread.
+fn report(
+    payload: &(dyn Any + Send),
+    location: Option<&Location<'_>>,
+    who: &str,
+    spawned: Option<&str>,
+) {
+    let msg = payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("Box<dyn Any>");
+    let mut out = String::new();
+    match location {
+        Some(at) => out.push_str(&format!("{who} panicked at {at}:\n{msg}\n")),
+        None => out.push_str(&format!("{who} panicked:\n{msg}\n")),
+    }
+    if let Some(s) = spawned {
+        out.push_str(s);
+        out.push('\n');
+    }
+    // As std: RUST_BACKTRACE=0 or unset prints a note (once per process), anything else
+    // the coroutine's stack as the dump shows one (`full`: the runtime's frames too).
+    static NOTED: AtomicBool = AtomicBool::new(false);
+    match std::env::var("RUST_BACKTRACE").as_deref() {
+        Ok("0") | Err(_) => {
+            // Relaxed: a once-only note, nothing published with it.
+            if !NOTED.swap(true, Ordering::Relaxed) {
+                out.push_str(
+                    "note: run with `RUST_BACKTRACE=1` environment variable to display a \
+                     backtrace\n",
+                );
+            }
+        }
+        Ok(detail) => {
+            let g = running_g_ptr();
+            // SAFETY: as in `coroutine`: alive while it runs here.
+            if let Walk::Frames(ips) = traceback::walk_current(unsafe { &*g }) {
+                let frames = Symbols::default().frames(&ips, detail == "full");
+                out.push_str("stack backtrace (this coroutine):\n");
+                let cwd = std::env::current_dir().ok();
+                super::dump::write_frames(&mut out, &frames, cwd.as_deref());
+            }
+        }
+    }
+    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+}
