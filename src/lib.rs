@@ -149,6 +149,9 @@ pub mod decisions {
     pub mod hooks {
         #![doc = include_str!("../docs/decisions/0002-hooks.md")]
     }
+    pub mod stacks {
+        #![doc = include_str!("../docs/decisions/0003-coroutine-stacks.md")]
+    }
 }
 
 pub use goro_runtime::{

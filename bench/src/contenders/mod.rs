@@ -101,6 +101,7 @@ impl Contender for Goro {
             .or_else(|| workloads::cancel::run(name))
             .or_else(|| workloads::blocking::run(name).map(Ok))
             .or_else(|| workloads::fairness::run(name).map(Ok))
+            .or_else(|| workloads::dump::run(name).map(Ok))
         {
             return m;
         }
@@ -198,7 +199,8 @@ impl Contender for Go {
         "go"
     }
     fn supports(&self, w: &Workload) -> bool {
-        !matches!(w.name(), "sysmon/busy" | "sysmon/idle")
+        // No sysmon, and no figure beside goro's dump (Go's goroutine profile is not timed).
+        !matches!(w.name(), "sysmon/busy" | "sysmon/idle" | "dump_100k")
     }
     fn run(&self, w: &Workload) -> Outcome {
         if GO_TIME.contains(&w.name()) {

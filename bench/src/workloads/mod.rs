@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub mod blocking;
 pub mod cancel;
 pub mod chan;
+pub mod dump;
 pub mod echo;
 pub mod fairness;
 // Go's powser lives with the root example that prints it (one source for both).
@@ -176,6 +177,7 @@ workloads! {
     + Proc P2 row("spawn_park_10k", "ns/spawn") PARK_10K;
     + Proc P2 row("spawn_park_100k", "ns/spawn") PARK_100K;
     + Proc P2 row("spawn_park_1m", "ns/spawn") PARK_1M;
+    Proc P2 row("dump_100k", "ms") &[row("dump_100k/lines", "lines")];
     Proc P1 row("fairness", "hog/light")
         &[row("fairness/wake_p50", "ms"), row("fairness/wake_max", "ms")];
     // Echo servers.
