@@ -277,6 +277,43 @@ func sleepLateness() (float64, error) {
 }
 
 // rssBytes returns the resident set size from /proc/self/statm.
+// statusKiB is a "Name: N kB" line of /proc/self/status, 0 if unreadable.
+func statusKiB(name string) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+":") {
+			f := strings.Fields(strings.TrimPrefix(line, name+":"))
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// minorFaults is this process's minor page faults so far (/proc/self/stat's 10th
+// field), 0 if unreadable.
+func minorFaults() int64 {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	// The command name (field 2) is in parentheses and may hold blanks.
+	if i := strings.LastIndexByte(s, ')'); i >= 0 {
+		f := strings.Fields(s[i+1:])
+		if len(f) > 7 {
+			n, _ := strconv.ParseInt(f[7], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 func rssBytes() (int64, error) {
 	b, err := os.ReadFile("/proc/self/statm")
 	if err != nil {
@@ -308,6 +345,7 @@ func spawnPark(n int, name string) (float64, error) {
 	if err != nil {
 		return 0, skipError("cannot read RSS: " + err.Error())
 	}
+	pteBefore, faultsBefore := statusKiB("VmPTE"), minorFaults()
 
 	release := make([]chan struct{}, n)
 	var parked, done sync.WaitGroup
@@ -332,6 +370,8 @@ func spawnPark(n int, name string) (float64, error) {
 	if err != nil {
 		return 0, skipError("cannot read RSS: " + err.Error())
 	}
+	pte := (statusKiB("VmPTE") - pteBefore) * 1024
+	faults := minorFaults() - faultsBefore
 
 	t = time.Now()
 	for _, ch := range release {
@@ -341,6 +381,9 @@ func spawnPark(n int, name string) (float64, error) {
 	wake := time.Since(t)
 	logf("%s: RSS %d B before, %d B with %d goroutines parked", name, before, after, n)
 	also[name+"_wake"] = float64(wake.Nanoseconds()) / float64(n)
-	also[name+"_rss"] = float64(after-before) / float64(n)
+	// As goro's side: RSS and page tables together, and the page tables alone.
+	also[name+"_rss"] = float64(after-before+pte) / float64(n)
+	also[name+"_pte"] = float64(pte) / float64(n)
+	also[name+"_faults"] = float64(faults) / float64(n)
 	return float64(spawn.Nanoseconds()) / float64(n), nil
 }

@@ -14,11 +14,12 @@
 //! | `PollSlot` | `net/poll.rs` a descriptor direction's `Slot::state` | `TimerLoc` (a timed wait arms its deadline), `Sched` (`wakep`) |
 //! | `TimerLoc` | `timers.rs` `TimerInner::loc` | `TimerHeap` |
 //! | `TimerHeap` | `timers.rs` a P's `PTimers::heap` | nothing |
-//! | `Sched` | `sched/mod.rs` `Runtime::sched` (idle Ps and Ms) | `StackPool` (retiring a P) |
+//! | `Sched` | `sched/mod.rs` `Runtime::sched` (idle Ps and Ms) | `StackPool`, `GFree` (retiring a P) |
 //! | `StackPool` | `stack/pool.rs` the global stack pool | nothing |
 //! | `PollTable` | `netpoll.rs` the registration table | nothing |
 //! | `MHandoff` | `sched/m.rs` `MShared::next` | nothing |
 //! | `AllGs` | `sched/allgs.rs` a registry shard (a spin lock) | nothing |
+//! | `GFree` | `sched/g.rs` `GFree::shells` (dead Gs between the Ps' lists) | nothing |
 //! | `POwner` | `sched/p.rs` `P::owner` (who holds the P, for sysmon) | nothing |
 //! | `AllMs` | `sched/mod.rs` `Runtime::allm` (the live Ms, for the dump) | nothing |
 //! | `Scope` | `scope.rs` `ScopeData::state` (a scope's count and waiter) | nothing |
@@ -52,6 +53,7 @@ pub(crate) enum Rank {
     PollTable,
     MHandoff,
     AllGs,
+    GFree,
     POwner,
     AllMs,
     Scope,
@@ -59,7 +61,7 @@ pub(crate) enum Rank {
     BlockOn,
 }
 
-/// The most ranked locks one thread holds at once (the order has fifteen ranks).
+/// The most ranked locks one thread holds at once (the order has sixteen ranks).
 #[cfg(debug_assertions)]
 const MAX_HELD: usize = 16;
 

@@ -16,6 +16,19 @@ pub fn field<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     text.lines().find_map(value).map(str::trim)
 }
 
+/// Minor page faults of this process so far (`/proc/self/stat`, its 10th field), 0 if
+/// unreadable.
+pub fn minor_faults() -> u64 {
+    let stat = fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The command name (field 2) is in parentheses and may hold blanks: count from the
+    // closing one, after which field 3 comes.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    rest.split_whitespace()
+        .nth(7)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// Resident set size of this process in bytes (`/proc/self/statm`), 0 if unreadable.
 pub fn rss_bytes() -> u64 {
     let statm = fs::read_to_string("/proc/self/statm").unwrap_or_default();

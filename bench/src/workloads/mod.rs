@@ -35,7 +35,8 @@ pub enum Suite {
     Sync,
     /// Timers: sleep lateness, Go's timer latency benchmarks, timer stop and reset.
     Time,
-    /// Tasks: spawn+join, yield, spawn-and-park (RSS per parked task), fairness at one P.
+    /// Tasks: spawn+join, yield, spawn-and-park (memory per parked task: RSS and page
+    /// tables; page faults), fairness at one P, the coroutine dump.
     Proc,
     /// Echo servers at 1, 50 and 500 connections.
     Echo,
@@ -210,7 +211,8 @@ companions!(STAGGERED "StaggeredTickerLatency/": ["max" "µs", "300us/2" "µs av
             "300us/7" "µs avg", "300us/8" "µs avg", "300us/9" "µs avg", "300us/10" "µs avg",
             "2ms/1" "µs avg"]);
 companions!(PARK_10K "spawn_park_10k_", PARK_100K "spawn_park_100k_", PARK_1M "spawn_park_1m_":
-            ["wake" "ns/wake+exit", "rss" "B/parked", "pte" "B/parked"]);
+            ["wake" "ns/wake+exit", "rss" "B/parked (RSS + page tables)",
+             "pte" "B/parked (page tables)", "faults" "faults/task"]);
 companions!(ECHO_1 "echo/1/", ECHO_50 "echo/50/", ECHO_500 "echo/500/": ["p99" "µs",
             "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt", "machine" "µs/rt"]);
 companions!(TICKER_NONE "ticker/none/", TICKER_SLEEP "ticker/sleep/", TICKER_CPU "ticker/cpu/":

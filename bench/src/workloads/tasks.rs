@@ -531,6 +531,7 @@ async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     let started = Arc::new(AtomicUsize::new(0));
     let before = procfs::rss_bytes();
     let pte_before = procfs::status_kib("VmPTE").unwrap_or(0);
+    let faults_before = procfs::minor_faults();
     let mut release = Vec::with_capacity(n);
     let mut handles = Vec::with_capacity(n);
     let t = Instant::now();
@@ -563,6 +564,7 @@ async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
         .unwrap_or(0)
         .saturating_sub(pte_before)
         * 1024;
+    let faults = procfs::minor_faults().saturating_sub(faults_before);
     let t = Instant::now();
     for (i, tx) in release.iter_mut().enumerate() {
         if !R::send(tx, ()).await {
@@ -575,11 +577,14 @@ async fn spawn_park<R: Tasks>(name: &str, n: usize) -> Outcome {
     }
     let wake = per(t.elapsed(), n);
     let per_task = |bytes: u64| bytes as f64 / n as f64;
-    let rss = per_task(after.saturating_sub(before));
+    // Memory counts the page tables too: a stack's reservation costs them whether or
+    // not RSS shows it (one 4 KiB page of them per 2 MiB of address space touched).
+    let rss = per_task(after.saturating_sub(before) + pte);
     Ok(Measurement::value(per(spawn, n))
         .with(&format!("{name}_wake"), wake)
         .with(&format!("{name}_rss"), rss)
-        .with(&format!("{name}_pte"), per_task(pte)))
+        .with(&format!("{name}_pte"), per_task(pte))
+        .with(&format!("{name}_faults"), per_task(faults)))
 }
 
 /// goro's coroutines.

@@ -401,35 +401,102 @@ impl G {
 /// by a stale unparker, the dump or a queue, so overwriting it is invisible. (Stacks
 /// are cached per P apart from the shells, by the stack pool.) Owner-only: it lives in
 /// the P's local state.
+///
+/// A P that spawns and a P that runs what it spawned are often two (one steals the
+/// other's work): the spawner's list empties and the runner's fills. As Go's lists do,
+/// a full list moves half its shells to a global one ([`GFree`]) and an empty one
+/// takes a batch from there, so the spawner builds in the Gs the runner freed instead
+/// of allocating while the runner frees: a G allocated by one thread and freed by
+/// another is a malloc arena lock both take (`compare`'s spawn_join at 2 Ps spent half
+/// its futex calls there).
 #[derive(Default)]
 pub(crate) struct GShells {
     shells: std::cell::RefCell<Vec<GRef>>,
 }
 
-/// The most dead Gs a P keeps (Go keeps 64 per P before moving half to a global list;
-/// beyond this, a dead G is freed).
+/// The most dead Gs a P keeps (Go keeps 64 per P before moving half to the global
+/// list).
 pub(crate) const G_SHELLS_MAX: usize = 64;
+/// The most dead Gs the global list keeps; beyond it, a dead G is freed (Go keeps them
+/// all: a burst of a million coroutines would pin a million G allocations here).
+pub(crate) const G_FREE_MAX: usize = 8192;
 
-impl GShells {
-    /// A dead G to build the next one in, if the P has one.
-    #[inline]
-    pub(crate) fn get(&self) -> Option<GRef> {
-        self.shells.borrow_mut().pop()
-    }
+/// The global list of dead Gs (Go: sched.gFree): what the Ps' lists overflow into and
+/// refill from, a batch at a time under its lock.
+pub(crate) struct GFree {
+    shells: crate::lockrank::Mutex<Vec<GRef>>,
+}
 
-    /// Keeps `g`, whose coroutine has returned and whose stack has been taken, if
-    /// nothing else references it and there is room; else drops it.
-    #[inline]
-    pub(crate) fn put(&self, mut g: GRef) {
-        let mut shells = self.shells.borrow_mut();
-        if shells.len() < G_SHELLS_MAX && Arc::get_mut(&mut g).is_some() {
-            shells.push(g);
+impl GFree {
+    pub(crate) fn new() -> GFree {
+        GFree {
+            shells: crate::lockrank::Mutex::new(crate::lockrank::Rank::GFree, Vec::new()),
         }
     }
 
-    /// Frees every kept G (a P being retired).
-    pub(crate) fn clear(&self) {
-        self.shells.borrow_mut().clear();
+    /// One dead G, for a spawn from a thread without a P.
+    pub(crate) fn take(&self) -> Option<GRef> {
+        self.shells.lock().pop()
+    }
+}
+
+impl GShells {
+    /// A dead G to build the next one in, if this P or the global list has one.
+    #[inline]
+    pub(crate) fn get(&self, global: &GFree) -> Option<GRef> {
+        let mut shells = self.shells.borrow_mut();
+        if shells.is_empty() {
+            Self::refill(&mut shells, global);
+        }
+        shells.pop()
+    }
+
+    /// Takes a batch from the global list into an empty one.
+    #[cold]
+    #[inline(never)]
+    fn refill(shells: &mut Vec<GRef>, global: &GFree) {
+        let mut g = global.shells.lock();
+        let n = g.len().min(G_SHELLS_MAX / 2);
+        let at = g.len() - n;
+        shells.extend(g.drain(at..));
+    }
+
+    /// Keeps `g`, whose coroutine has returned and whose stack has been taken, if
+    /// nothing else references it; else drops it. A full list moves half to `global`.
+    #[inline]
+    pub(crate) fn put(&self, mut g: GRef, global: &GFree) {
+        if Arc::get_mut(&mut g).is_none() {
+            return;
+        }
+        let mut shells = self.shells.borrow_mut();
+        shells.push(g);
+        if shells.len() > G_SHELLS_MAX {
+            Self::spill(&mut shells, global);
+        }
+    }
+
+    /// Moves half of a full list to the global one.
+    #[cold]
+    #[inline(never)]
+    fn spill(shells: &mut Vec<GRef>, global: &GFree) {
+        let at = shells.len() - G_SHELLS_MAX / 2;
+        let mut half = shells.split_off(at);
+        let mut spill = global.shells.lock();
+        let room = G_FREE_MAX.saturating_sub(spill.len());
+        // What does not fit is freed after the lock is released (its drop frees the
+        // allocation).
+        let extra = half.split_off(room.min(half.len()));
+        spill.append(&mut half);
+        drop(spill);
+        drop(extra);
+    }
+
+    /// Moves every kept G to the global list (a P being retired).
+    pub(crate) fn clear(&self, global: &GFree) {
+        let all = std::mem::take(&mut *self.shells.borrow_mut());
+        let mut g = global.shells.lock();
+        let room = G_FREE_MAX.saturating_sub(g.len());
+        g.extend(all.into_iter().take(room));
     }
 }
 
@@ -458,26 +525,37 @@ mod tests {
     #[test]
     fn shells_are_reused_only_when_unique_and_up_to_the_cap() {
         let shells = GShells::default();
+        let global = GFree::new();
         let g = dead_g(None, 1);
         let addr = Arc::as_ptr(&g);
-        shells.put(g);
-        let reused = dead_g(shells.get(), 2);
+        shells.put(g, &global);
+        let reused = dead_g(shells.get(&global), 2);
         assert_eq!(Arc::as_ptr(&reused), addr, "a unique dead G is built over");
         assert_eq!((reused.id, reused.guard.name.as_deref()), (2, Some("g2")));
         assert_eq!(reused.status(), GStatus::Runnable);
-        assert!(shells.get().is_none());
+        assert!(shells.get(&global).is_none());
 
         // A G someone still references (a stale unparker) is not kept.
         let stale = reused.clone();
-        shells.put(reused);
-        assert!(shells.get().is_none());
+        shells.put(reused, &global);
+        assert!(shells.get(&global).is_none());
         drop(stale);
 
-        for id in 0..(G_SHELLS_MAX as u64 + 5) {
-            shells.put(dead_g(None, id));
+        // A full list moves half to the global one, which another P's empty list
+        // refills from.
+        for id in 0..(G_SHELLS_MAX as u64 + 1) {
+            shells.put(dead_g(None, id), &global);
         }
-        assert_eq!(shells.shells.borrow().len(), G_SHELLS_MAX);
-        shells.clear();
-        assert!(shells.get().is_none());
+        assert_eq!(shells.shells.borrow().len(), G_SHELLS_MAX / 2 + 1);
+        assert_eq!(global.shells.lock().len(), G_SHELLS_MAX / 2);
+        let other = GShells::default();
+        assert!(other.get(&global).is_some());
+        assert_eq!(other.shells.borrow().len(), G_SHELLS_MAX / 2 - 1);
+        assert!(global.shells.lock().is_empty());
+
+        // The global list keeps at most G_FREE_MAX; a retiring P's shells go there.
+        shells.clear(&global);
+        assert!(shells.shells.borrow().is_empty());
+        assert_eq!(global.shells.lock().len(), G_SHELLS_MAX / 2 + 1);
     }
 }

@@ -232,6 +232,8 @@ pub(crate) struct Runtime {
     pub(crate) timer_rr: AtomicUsize,
     /// Every live coroutine (for the dump and deadlock detection).
     pub(crate) allgs: allgs::AllGs,
+    /// Dead Gs the Ps' lists overflowed into (Go: sched.gFree; see `GShells`).
+    pub(crate) g_free: g::GFree,
     /// A clock sysmon advances on every round: cheap to read where precision does not
     /// matter (how long a coroutine has been parked). Written by sysmon only; read by
     /// parking coroutines (Relaxed: a stale time only skews the dump's durations).
@@ -346,6 +348,7 @@ fn build(cfg: Config, usable: usize) -> Runtime {
             .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
         timer_rr: AtomicUsize::new(0),
         allgs: allgs::AllGs::new(),
+        g_free: g::GFree::new(),
         coarse_now: AtomicI64::new(crate::timers::nanotime()),
         nm_alive: AtomicUsize::new(0),
         allm: Mutex::new(Rank::AllMs, Vec::new()),

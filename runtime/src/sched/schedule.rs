@@ -361,7 +361,7 @@ fn retire_p(m: &'static M) -> bool {
         }
         rt.summary.clear(p.id);
         rt.stacks.flush(&p.local().stacks);
-        p.local().shells.clear();
+        p.local().shells.clear(&rt.g_free);
         drop(p);
         let p = m.releasep();
         // Relaxed: under `sched`, which the next holder (a resize) takes too.
@@ -506,7 +506,7 @@ fn g_exited(m: &'static M, g: GRef, p: Option<&HeldP<'_>>) {
                 rt.stacks.put(Some(&p.local().stacks), stack);
             }
             p.add_gcount(-1);
-            p.local().shells.put(g);
+            p.local().shells.put(g, &rt.g_free);
         }
         None => {
             if let Some(stack) = stack {
@@ -698,7 +698,12 @@ pub(crate) fn spawn_g(
         .stacks
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
     let id = alloc_goid(p.as_ref());
-    let shell = p.as_ref().and_then(|p| p.local().shells.get());
+    let shell = match &p {
+        Some(p) => p.local().shells.get(&rt.g_free),
+        // A plain thread's spawn takes one from the global list, which its coroutines'
+        // exits on the Ps fill.
+        None => rt.g_free.take(),
+    };
     let g = G::new(shell, id, name, spawned_at, pinned, stack, main);
     rt.allgs.add(&g);
     match p {
