@@ -4,7 +4,7 @@
 //! Write each task as plain blocking code — a loop that receives, computes and sends —
 //! spawn it with [`go!`], and let channels carry the values. A coroutine that blocks
 //! (on a channel, a lock, a socket, a sleep) parks, and its thread runs other
-//! coroutines meanwhile; a parked coroutine costs about 4 KiB, so a program can have a
+//! coroutines meanwhile; a parked coroutine costs about 5 KiB, so a program can have a
 //! million.
 //!
 //! ```
