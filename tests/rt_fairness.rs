@@ -10,64 +10,19 @@
 
 mod common;
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use common::pingpong_hog::{pair, units_per};
 use common::{alone, with_timeout, Lost};
-use goro::chan::{after, channel, Receiver, Sender};
+use goro::chan::{after, channel};
 
 const T: Duration = Duration::from_secs(120);
 
 #[test]
 fn under_maxprocs_1_and_2() {
     common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
-}
-
-/// One coroutine of a `TestPingPongHog` pair: waits for the ball on `wake`, does
-/// `limit` units of work, passes the ball back, until `done` closes.
-fn hog_or_light(
-    limit: u64,
-    counter: Arc<AtomicU64>,
-    wake: Sender<()>,
-    wait: Receiver<()>,
-    done: Receiver<()>,
-) {
-    loop {
-        goro::select! {
-            recv(done) -> _ => return,
-            recv(wait) -> _ => {
-                let mut units = 0u64;
-                for _ in 0..limit {
-                    units = black_box(units + 1);
-                }
-                // Relaxed: a count, read after the coroutines are joined.
-                counter.fetch_add(units, Ordering::Relaxed);
-                goro::select! {
-                    send(wake, ()) -> _ => {},
-                    recv(done) -> _ => return,
-                }
-            },
-        }
-    }
-}
-
-/// How many units of `hog_or_light`'s work take `d` here (the best of a few tries).
-fn units_per(d: Duration) -> u64 {
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            let mut u = 0u64;
-            while t.elapsed() < d {
-                for _ in 0..1000 {
-                    u = black_box(u + 1);
-                }
-            }
-            u
-        })
-        .max()
-        .unwrap_or(1)
 }
 
 /// Go's `TestPingPongHog`: a "hog" pair doing 10⁶ units of work per hand-off and a
@@ -78,22 +33,11 @@ fn hog_light_ratio() -> f64 {
     let (stop, done) = channel::<()>(0);
     let hog = Arc::new(AtomicU64::new(0));
     let light = Arc::new(AtomicU64::new(0));
-    let mut pairs = Vec::new();
-    let mut balls = Vec::new();
     // Go's 10⁶ units are about a millisecond; here the units are measured, so that a
     // debug build's slower loop keeps the shape (a hog hand-off well under a slice).
     let hog_units = units_per(Duration::from_millis(1));
-    for (limit, counter) in [(hog_units, &hog), (hog_units / 1000, &light)] {
-        let (ball, wait) = channel::<()>(0);
-        for _ in 0..2 {
-            let (c, w, r, d) = (counter.clone(), ball.clone(), wait.clone(), done.clone());
-            pairs.push(goro::go!(move || hog_or_light(limit, c, w, r, d)));
-        }
-        balls.push(ball);
-    }
-    for ball in &balls {
-        ball.send(()).unwrap();
-    }
+    let mut pairs = pair(hog_units, &hog, &done);
+    pairs.extend(pair(hog_units / 1000, &light, &done));
     std::thread::sleep(Duration::from_millis(100));
     drop(stop);
     for p in pairs {
@@ -225,15 +169,9 @@ fn wakeups_beside_busy_pairs(pairs: usize, rounds: usize) -> Vec<Duration> {
     let (stop, done) = channel::<()>(0);
     let counter = Arc::new(AtomicU64::new(0));
     let units = units_per(Duration::from_millis(1));
-    let mut players = Vec::new();
-    for _ in 0..pairs {
-        let (ball, wait) = channel::<()>(0);
-        for _ in 0..2 {
-            let (c, w, r, d) = (counter.clone(), ball.clone(), wait.clone(), done.clone());
-            players.push(goro::go!(move || hog_or_light(units, c, w, r, d)));
-        }
-        ball.send(()).unwrap();
-    }
+    let players: Vec<_> = (0..pairs)
+        .flat_map(|_| pair(units, &counter, &done))
+        .collect();
     std::thread::sleep(Duration::from_millis(30));
     let mut waits = Vec::with_capacity(rounds);
     for _ in 0..rounds {

@@ -10,6 +10,8 @@
 //!   threads run by themselves in a child process, with a fresh runtime.
 #![allow(dead_code)]
 
+pub mod pingpong_hog;
+
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;

@@ -6,14 +6,18 @@
 //! from): how long a coroutine readied from a plain thread waits, beside a pair that
 //! ping-pongs 1 ms of work per hand-off, before it runs (median and max of 20).
 
-use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use goro::chan::{channel, Receiver, Sender};
+use goro::chan::channel;
 
 use super::Measurement;
+
+// The pair itself is the test's (tests/rt_fairness.rs), one source for both.
+#[path = "../../../tests/common/pingpong_hog.rs"]
+mod pingpong_hog;
+use pingpong_hog::pair;
 
 /// Units of a hog hand-off and of a light one (Go's test).
 const HOG_UNITS: u64 = 1_000_000;
@@ -35,47 +39,6 @@ pub fn run(name: &str) -> Option<Measurement> {
     })
 }
 
-/// One coroutine of a pair: waits for the ball, does `units` of work, passes it back,
-/// until `done` closes.
-fn player(
-    units: u64,
-    count: Arc<AtomicU64>,
-    ball: Sender<()>,
-    wait: Receiver<()>,
-    done: Receiver<()>,
-) {
-    loop {
-        goro::select! {
-            recv(done) -> _ => return,
-            recv(wait) -> _ => {
-                let mut u = 0u64;
-                for _ in 0..units {
-                    u = black_box(u + 1);
-                }
-                // Relaxed: a count, read after the coroutines are joined.
-                count.fetch_add(u, Ordering::Relaxed);
-                goro::select! {
-                    send(ball, ()) -> _ => {},
-                    recv(done) -> _ => return,
-                }
-            },
-        }
-    }
-}
-
-/// Starts a pair of `player`s, serves it the ball; returns their handles.
-fn pair(units: u64, count: &Arc<AtomicU64>, done: &Receiver<()>) -> Vec<goro::JoinHandle<()>> {
-    let (ball, wait) = channel::<()>(0);
-    let hs = (0..2)
-        .map(|_| {
-            let (c, b, w, d) = (count.clone(), ball.clone(), wait.clone(), done.clone());
-            goro::go!(move || player(units, c, b, w, d))
-        })
-        .collect();
-    ball.send(()).expect("serve the pair");
-    hs
-}
-
 fn hog_light() -> f64 {
     let (stop, done) = channel::<()>(0);
     let hog = Arc::new(AtomicU64::new(0));
@@ -93,17 +56,11 @@ fn hog_light() -> f64 {
 fn wakes_beside_a_pair() -> Vec<Duration> {
     let (stop, done) = channel::<()>(0);
     let count = Arc::new(AtomicU64::new(0));
-    let per_ms = {
-        let t = Instant::now();
-        let mut u = 0u64;
-        while t.elapsed() < Duration::from_millis(1) {
-            for _ in 0..1000 {
-                u = black_box(u + 1);
-            }
-        }
-        u
-    };
-    let players = pair(per_ms, &count, &done);
+    let players = pair(
+        pingpong_hog::units_per(Duration::from_millis(1)),
+        &count,
+        &done,
+    );
     std::thread::sleep(Duration::from_millis(30));
     let waits = (0..WAKES)
         .map(|_| {
