@@ -5,7 +5,9 @@ import "time"
 // fairness: runtime/proc_test.go's TestPingPongHog shape (bench/src/workloads/fairness.rs
 // is goro's side): a "hog" pair of goroutines doing 1e6 units of work per hand-off and
 // a "light" pair doing 1e3 share the Ps (the harness runs it at GOMAXPROCS=1) for
-// 100 ms. Figure: hog units / light units. Go has no plain threads, so goro's wake-up
+// 100 ms. Each passes the ball with a plain send, as Go's test does, on a one-slot
+// channel (the partner waits in its select, so the send hands the ball straight over;
+// the slot lets the last send return after done). Figure: hog units / light units. Go has no plain threads, so goro's wake-up
 // companions have no Go figure.
 func fairness() (float64, error) {
 	done := make(chan struct{})
@@ -22,16 +24,14 @@ func fairness() (float64, error) {
 					n++
 				}
 				*count += n
-				select {
-				case ball <- struct{}{}:
-				case <-done:
-					return
-				}
+				// A plain send, as in Go's test; the one-slot channel lets it return
+				// when the partner has already seen done.
+				ball <- struct{}{}
 			}
 		}
 	}
 	finished := make(chan struct{})
-	hogBall, lightBall := make(chan struct{}), make(chan struct{})
+	hogBall, lightBall := make(chan struct{}, 1), make(chan struct{}, 1)
 	for i := 0; i < 2; i++ {
 		go player(1_000_000, &hog, hogBall, finished)
 		go player(1_000, &light, lightBall, finished)

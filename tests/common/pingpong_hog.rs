@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use goro::chan::{channel, Receiver, Sender};
 
-/// One coroutine of a pair: waits for the ball, does `units` of work, passes it back,
-/// until `done` closes. Adds the units it did to `count`.
+/// One coroutine of a pair: waits for the ball, does `units` of work, passes it back
+/// with a plain send (as Go's test does), until `done` closes. Adds the units it did to `count`.
 pub fn player(
     units: u64,
     count: Arc<AtomicU64>,
@@ -28,18 +28,20 @@ pub fn player(
                 }
                 // Relaxed: a count, read after the coroutines are joined.
                 count.fetch_add(u, Ordering::Relaxed);
-                goro::select! {
-                    send(ball, ()) -> _ => {},
-                    recv(done) -> _ => return,
+                if ball.send(()).is_err() {
+                    return;
                 }
             },
         }
     }
 }
 
-/// Starts a pair of [`player`]s and serves it the ball; returns their handles.
+/// Starts a pair of [`player`]s and serves it the ball; returns their handles. The ball
+/// travels on a one-slot channel: the partner waits in its `select!`, so a pass hands it
+/// straight over, and the slot lets the last pass return after `done` closed (Go's test
+/// leaves that goroutine blocked; ours are joined).
 pub fn pair(units: u64, count: &Arc<AtomicU64>, done: &Receiver<()>) -> Vec<goro::JoinHandle<()>> {
-    let (ball, wait) = channel::<()>(0);
+    let (ball, wait) = channel::<()>(1);
     let hs = (0..2)
         .map(|_| {
             let (c, b, w, d) = (count.clone(), ball.clone(), wait.clone(), done.clone());
