@@ -493,10 +493,14 @@ impl GShells {
 
     /// Moves every kept G to the global list (a P being retired).
     pub(crate) fn clear(&self, global: &GFree) {
-        let all = std::mem::take(&mut *self.shells.borrow_mut());
+        let mut all = std::mem::take(&mut *self.shells.borrow_mut());
         let mut g = global.shells.lock();
         let room = G_FREE_MAX.saturating_sub(g.len());
-        g.extend(all.into_iter().take(room));
+        // What does not fit is freed after the lock is released.
+        let extra = all.split_off(room.min(all.len()));
+        g.append(&mut all);
+        drop(g);
+        drop(extra);
     }
 }
 
@@ -557,5 +561,20 @@ mod tests {
         shells.clear(&global);
         assert!(shells.shells.borrow().is_empty());
         assert_eq!(global.shells.lock().len(), G_SHELLS_MAX / 2 + 1);
+        let g = dead_g(None, 7);
+        let fill = G_FREE_MAX - global.shells.lock().len() - 1;
+        global.shells.lock().extend(vec![g.clone(); fill]);
+        for id in 0..3 {
+            shells.put(dead_g(None, 100 + id), &global);
+        }
+        shells.clear(&global);
+        assert_eq!(
+            global.shells.lock().len(),
+            G_FREE_MAX,
+            "full: the rest is freed"
+        );
+        assert!(global.take().is_some());
+        global.shells.lock().clear();
+        assert!(global.take().is_none());
     }
 }
