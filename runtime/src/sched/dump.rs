@@ -73,10 +73,11 @@ pub(crate) fn dump(layout: Layout) -> String {
     let walks = traceback::walk_all(&gs, current_g_ptr());
     let mut symbols = Symbols::default();
     let all = all_frames();
+    let ms = ms_by_coroutine();
     let entries: Vec<Entry> = gs
         .iter()
         .zip(walks)
-        .filter_map(|(g, walk)| entry(g, walk, now, &mut symbols, all))
+        .filter_map(|(g, walk)| entry(g, walk, now, &ms, &mut symbols, all))
         .collect();
     let mut out = String::new();
     let groups = match layout {
@@ -118,14 +119,22 @@ pub(crate) fn dump(layout: Layout) -> String {
     out
 }
 
-/// The coroutine's entry, or None if it has just ended.
-fn entry(g: &GRef, walk: Walk, now: i64, symbols: &mut Symbols, all: bool) -> Option<Entry> {
+/// The coroutine's entry, or None if it has just ended. `ms`: `ms_by_coroutine`.
+fn entry(
+    g: &GRef,
+    walk: Walk,
+    now: i64,
+    ms: &RunningMs,
+    symbols: &mut Symbols,
+    all: bool,
+) -> Option<Entry> {
     let status = g.status();
     // Relaxed: informational timestamps and ids (see the fields); a stale one only
     // skews what is printed.
     let since = g.wait_since.load(Ordering::Relaxed);
-    let (m, lost) = m_of(g.id);
-    let m = m.map_or_else(|| "an M".to_string(), |m| format!("M {m}"));
+    let running_on = ms.get(&g.id);
+    let lost = running_on.and_then(|&(_, lost)| lost);
+    let m = running_on.map_or_else(|| "an M".to_string(), |(m, _)| format!("M {m}"));
     let (state, waited) = match status {
         GStatus::Dead => return None,
         GStatus::Running if std::ptr::eq(&**g, current_g_ptr()) => {
@@ -155,17 +164,17 @@ fn entry(g: &GRef, walk: Walk, now: i64, symbols: &mut Symbols, all: bool) -> Op
         ),
         GStatus::Runnable => ("runnable".to_string(), None),
     };
+    let not_started = matches!(walk, Walk::NotStarted);
     let (frames, not_walked) = match walk {
         Walk::Frames(ips) => (symbols.frames(&ips, all), None),
-        Walk::OnCpu => (Arc::from([]), None),
+        Walk::OnCpu | Walk::NotStarted => (Arc::from([]), None),
         Walk::Skipped(why) => (Arc::from([]), Some(why)),
     };
     // A runnable coroutine that has never run has no stack yet.
-    let state = match (status, not_walked) {
-        (GStatus::Runnable, Some("not started")) => "runnable, not started".to_string(),
+    let state = match status {
+        GStatus::Runnable if not_started => "runnable, not started".to_string(),
         _ => state,
     };
-    let not_walked = not_walked.filter(|&why| why != "not started");
     Some(Entry {
         id: g.id,
         name: g.guard.name.clone(),
@@ -177,22 +186,25 @@ fn entry(g: &GRef, walk: Walk, now: i64, symbols: &mut Symbols, all: bool) -> Op
     })
 }
 
-/// The M running coroutine `id`'s code now, if one is (its `outside` word names the
-/// coroutine while it runs the coroutine's code, not while that code is inside a goro
-/// call), and, if that M lost its P while the coroutine was outside goro, why and since
-/// when.
-fn m_of(id: u64) -> (Option<usize>, Option<(u8, i64)>) {
+/// By coroutine id: the M running that coroutine's code now (its `outside` word names
+/// the coroutine while it runs the coroutine's code, not while that code is inside a
+/// goro call), and, if that M lost its P while the coroutine was outside goro, why and
+/// since when.
+type RunningMs = HashMap<u64, (usize, Option<(u8, i64)>)>;
+
+/// [`RunningMs`], read once per dump.
+fn ms_by_coroutine() -> RunningMs {
     let rt = super::rt();
     let ms = rt.allm.lock();
-    // Relaxed: informational (see the fields).
-    match ms.iter().find(|m| m.outside.load(Ordering::Relaxed) == id) {
-        None => (None, None),
-        Some(m) => {
+    ms.iter()
+        .filter_map(|m| {
+            // Relaxed: informational (see the fields).
+            let id = m.outside.load(Ordering::Relaxed);
             let at = m.lost_p_at.load(Ordering::Relaxed);
             let lost = (at != 0).then(|| (m.lost_p_why.load(Ordering::Relaxed), at));
-            (Some(m.id), lost)
-        }
-    }
+            (id != 0).then_some((id, (m.id, lost)))
+        })
+        .collect()
 }
 
 /// Groups entries alike in state, frames and spawn site, largest group first, then by
@@ -266,12 +278,15 @@ fn write_group(out: &mut String, group: &[&Entry], cwd: Option<&Path>) {
         let _ = writeln!(out, "    (stack not shown: {why})");
     }
     match first.spawned_at {
-        Some(at) => {
-            let at = short_path(at.file(), at.line(), Some(at.column()), cwd);
-            let _ = writeln!(out, "    created at {at}");
-        }
+        Some(at) => write_created(out, at, cwd),
         None => out.push_str("    created by the runtime\n"),
     }
+}
+
+/// The spawn site's line of an entry.
+fn write_created(out: &mut String, at: &Location<'_>, cwd: Option<&Path>) {
+    let at = short_path(at.file(), at.line(), Some(at.column()), cwd);
+    let _ = writeln!(out, "    created at {at}");
 }
 
 /// Frames as the dump prints them: the function, then where, indented; files relative
@@ -344,8 +359,7 @@ impl std::fmt::Display for StackTrace {
         let mut out = String::new();
         write_frames(&mut out, &self.frames, cwd.as_deref());
         if let Some(at) = self.spawned_at {
-            let at = short_path(at.file(), at.line(), Some(at.column()), cwd.as_deref());
-            let _ = writeln!(out, "    created at {at}");
+            write_created(&mut out, at, cwd.as_deref());
         }
         f.write_str(&out)
     }
@@ -360,6 +374,7 @@ pub(crate) fn stack(id: u64) -> Option<StackTrace> {
         &g,
         walk,
         crate::timers::nanotime(),
+        &ms_by_coroutine(),
         &mut Symbols::default(),
         all_frames(),
     )?;

@@ -6,10 +6,11 @@
 //!    commit action.
 //! 2. `commit_park` (on the M, off the G's stack): go `Running -> Waiting` (only off
 //!    its stack, so that a dump that sees `Waiting` may walk it: the scan handshake),
-//!    run the commit action (an unlock), then the park CAS `WAITING -> PARKED`. If it succeeds, the M's reference keeps
-//!    the parked G alive (`parked_self_ref`, see `G`'s doc) and the unparker that moves
-//!    it away from PARKED readies it; if it fails, the wait was already woken and the M
-//!    runs the G again at once (`Waiting -> Running`).
+//!    run the commit action (an unlock), then the park CAS `WAITING -> PARKED`. If it
+//!    succeeds, the M's reference keeps the parked G alive (`parked_self_ref`, see
+//!    `G`'s doc) and the unparker that moves it away from PARKED readies it; if it
+//!    fails, the wait was already woken and the M runs the G again at once (`Waiting
+//!    -> Running`).
 //! 3. `adopt` (on whichever M next runs the G): drops the reference the parked G kept
 //!    to itself.
 //!

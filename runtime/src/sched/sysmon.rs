@@ -594,12 +594,20 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
     let Some((_, owner)) = p.owner.lock().clone() else {
         return false;
     };
-    let cpu = owner.cpu_ns();
-    if s.asked_at.is_some() && s.asked_cpu.is_none() {
+    // Relaxed: a hint for whether to sample; the handshake below decides.
+    let outside = owner.outside.load(Ordering::Relaxed) != 0;
+    // The thread's CPU clock (a system call) only where it is used: a holder outside
+    // goro, and the first sample after a request to yield.
+    let first_after_ask = s.asked_at.is_some() && s.asked_cpu.is_none();
+    let cpu = if outside || first_after_ask {
+        owner.cpu_ns()
+    } else {
+        None
+    };
+    if first_after_ask {
         s.asked_cpu = cpu;
     }
-    // Relaxed: a hint for whether to sample; the handshake below decides.
-    if owner.outside.load(Ordering::Relaxed) == 0 {
+    if !outside {
         // Inside goro now (looking for work, or a goro call that does not schedule): it
         // will schedule or park soon. Look again at the next round.
         s.cpu = None;

@@ -43,6 +43,8 @@ pub(crate) enum Walk {
     Frames(Vec<usize>),
     /// It was running (or about to run) on an M: its stack was not walked.
     OnCpu,
+    /// Its coroutine has not started: it has no stack to walk yet.
+    NotStarted,
     /// Not walked, and why.
     Skipped(&'static str),
 }
@@ -140,7 +142,7 @@ fn inspect_one(g: &G) -> Walk {
     let walked = unsafe { g.inspect(&mut cap) };
     overflow::set_running(before);
     match (walked, cap.skipped) {
-        (false, _) => Walk::Skipped("not started"),
+        (false, _) => Walk::NotStarted,
         (true, Some(why)) => Walk::Skipped(why),
         (true, None) => Walk::Frames(cap.ips),
     }
