@@ -128,7 +128,9 @@ pub mod guide {
 
 pub mod caveats {
     #![doc = "[hooks-decision]: crate::decisions::hooks\n\
-              [migrate-decision]: crate::decisions::migrate"]
+              [migrate-decision]: crate::decisions::migrate\n\
+              [benchmarks]: crate::benchmarks\n\
+              [guide-async]: crate::guide#async-rust-from-coroutines"]
     #![doc = include_str!("../docs/caveats.md")]
 }
 
@@ -155,10 +157,10 @@ pub mod decisions {
 }
 
 pub use goro_runtime::{
-    block_on, blocking, current_id, current_name, maxprocs, num_goroutines, panic_message,
-    preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, Config, ConfigError, JoinHandle,
-    JoinSet, LocalKey, Scope, ScopedJoinHandle, DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE,
-    MIN_STACK_SIZE,
+    block_on, blocking, current_id, current_name, lock_os_thread, maxprocs, num_goroutines,
+    panic_message, preempt_point, scope, set_maxprocs, spawn, yield_now, Builder, Config,
+    ConfigError, JoinFuture, JoinHandle, JoinSet, LocalKey, Scope, ScopedJoinHandle,
+    DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see
@@ -214,12 +216,22 @@ pub mod chan {
     pub use goro_sync::chan::__private;
     pub use goro_sync::chan::{
         after, at, channel, never, never_sender, tick, unbounded, IntoIter, Iter, Receiver,
-        RecvError, RecvTimeoutError, SendError, SendTimeoutError, Sender, Timer, TryIter,
-        TryRecvError, TrySendError,
+        RecvError, RecvFuture, RecvTimeoutError, SendError, SendFuture, SendTimeoutError, Sender,
+        Timer, TryIter, TryRecvError, TrySendError,
     };
 }
 
 pub use goro_sync::select;
+
+/// tokio's async ecosystem from coroutines (the `tokio` feature): [`block_on`](tokio::block_on)
+/// runs a future that needs tokio's reactor (reqwest, sqlx, tonic) on the calling
+/// coroutine, parking the coroutine, not its thread, between polls;
+/// [`handle`](tokio::handle) and [`set_handle`](tokio::set_handle) name the tokio runtime
+/// that drives those futures. See the guide's "Async Rust from coroutines".
+#[cfg(feature = "tokio")]
+pub mod tokio {
+    pub use goro_tokio::{block_on, handle, set_handle};
+}
 
 /// Sockets on the netpoller: [`TcpListener`](net::TcpListener),
 /// [`TcpStream`](net::TcpStream), [`UdpSocket`](net::UdpSocket), and the Unix domain

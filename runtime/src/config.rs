@@ -29,6 +29,8 @@
 //! - `GORO_PIDFD=off`: `goro::process` waits for children with a blocking `wait`
 //!   instead of a pidfd on the poller (for testing the fallback that kernels before
 //!   5.3 get).
+//! - `GORO_TOKIO_WORKERS`: with the facade's `tokio` feature, the worker threads of the
+//!   tokio runtime that `goro::tokio` starts (1 to 1024, default 1).
 //! - `GORO_HOOKS=off`: with the `hooks` feature, leave std's blocking calls alone (they
 //!   block the thread, as without the feature); `on`, the default, parks coroutines.
 //!
@@ -82,6 +84,8 @@ pub struct Config {
     pub(crate) idle_m_exit_ms: u64,
     pub(crate) max_threads: usize,
     pub(crate) membarrier: bool,
+    /// Used only by the facade's `tokio` feature (`bridge_support::tokio_workers`).
+    pub(crate) tokio_workers: usize,
     /// Used only with the `hooks` feature.
     #[cfg_attr(not(feature = "hooks"), allow(dead_code))]
     pub(crate) hooks: bool,
@@ -161,6 +165,7 @@ impl Config {
             idle_m_exit_ms: 5_000,
             max_threads: DEFAULT_MAX_THREADS,
             membarrier: true,
+            tokio_workers: 1,
             hooks: true,
         }
     }
@@ -191,6 +196,9 @@ impl Config {
         }
         if let Some(on) = env_var("GORO_MEMBARRIER", parse_on_off)? {
             c.membarrier = on;
+        }
+        if let Some(n) = env_var("GORO_TOKIO_WORKERS", parse_tokio_workers)? {
+            c.tokio_workers = n;
         }
         if let Some(on) = env_var("GORO_HOOKS", parse_on_off)? {
             c.hooks = on;
@@ -235,8 +243,25 @@ impl Config {
         self
     }
 
+    /// With the facade's `tokio` feature: the worker threads of the tokio runtime
+    /// `goro::tokio` starts on first use (1 to 1024, checked by `init`; default 1).
+    /// A program that supplies its own with `goro::tokio::set_handle` ignores it.
+    pub fn tokio_workers(mut self, n: usize) -> Config {
+        self.tokio_workers = n;
+        self
+    }
+
     /// Checks every setting; returns the usable stack size. `init` calls it.
     pub(crate) fn check(&self) -> Result<usize, ConfigError> {
+        if !(1..=MAX_TOKIO_WORKERS).contains(&self.tokio_workers) {
+            return Err(invalid(
+                "tokio_workers",
+                format!(
+                    "must be from 1 to {MAX_TOKIO_WORKERS}, got {}",
+                    self.tokio_workers
+                ),
+            ));
+        }
         if !(1..=MAX_PROCS).contains(&self.maxprocs) {
             return Err(invalid(
                 "maxprocs",
@@ -304,6 +329,18 @@ pub(crate) fn parse_max_threads(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
         Ok(n) if n >= 2 => Ok(n),
         _ => Err(format!("must be a whole number, at least 2, got {s:?}")),
+    }
+}
+
+/// The most worker threads `tokio_workers` takes.
+const MAX_TOKIO_WORKERS: usize = 1024;
+
+pub(crate) fn parse_tokio_workers(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_TOKIO_WORKERS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "must be a whole number from 1 to {MAX_TOKIO_WORKERS}, got {s:?}"
+        )),
     }
 }
 

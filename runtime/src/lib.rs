@@ -35,6 +35,8 @@ compile_error!(
 #[cfg(any(feature = "hooks", loom))]
 mod arc_slot;
 mod block_on;
+#[doc(hidden)]
+pub mod bridge_support;
 mod config;
 pub mod debug;
 mod epoll;
@@ -72,9 +74,10 @@ pub use join_set::JoinSet;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use scope::{scope, Scope, ScopedJoinHandle};
-pub use spawn::{panic_message, spawn, Builder, JoinHandle};
+pub use spawn::{panic_message, spawn, Builder, JoinFuture, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 
+pub use sched::lockos::lock_os_thread;
 pub use sched::syscall::blocking;
 pub use sched::sysmon::preempt_point;
 

@@ -23,6 +23,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::task::Waker;
 use std::thread::{self, Thread};
 use std::time::Instant;
 
@@ -105,6 +106,9 @@ thread_local! {
 enum Target {
     G(GRef),
     Thread(Arc<ThreadWaiter>),
+    /// An async task: the wait is a future's, and waking it wakes the task, which polls
+    /// the future again (see [`Unparker::from_waker`]).
+    Waker(Waker),
 }
 
 /// The wake-up handle of one wait, made by [`prepare`].
@@ -140,7 +144,7 @@ impl Unparker {
                 }
                 wake.woke()
             }
-            Target::Thread(_) => self.unpark(),
+            Target::Thread(_) | Target::Waker(_) => self.unpark(),
         }
     }
 
@@ -165,7 +169,29 @@ impl Unparker {
                 }
                 wake.woke()
             }
+            Target::Waker(w) => {
+                w.wake();
+                true
+            }
         }
+    }
+
+    /// An unparker that wakes an async task: `unpark` calls [`Waker::wake`]. This is
+    /// how a future waits in goro's waiter lists (a channel's queue, a join): it puts
+    /// one of these where a coroutine would put its [`prepare`]d unparker, returns
+    /// `Pending`, and checks again when polled. Unlike a coroutine's, it is not tied to
+    /// one wait: every `unpark` wakes the task and returns true.
+    pub fn from_waker(waker: Waker) -> Unparker {
+        Unparker {
+            target: Target::Waker(waker),
+            seq: 0,
+        }
+    }
+
+    /// Whether this unparker wakes the task `waker` wakes ([`Waker::will_wake`]), so a
+    /// future polled again with the same waker need not replace it.
+    pub fn will_wake(&self, waker: &Waker) -> bool {
+        matches!(&self.target, Target::Waker(w) if w.will_wake(waker))
     }
 
     /// Whether this unparker and `other` wake the same waiter (any wait of it).
@@ -173,6 +199,7 @@ impl Unparker {
         match (&self.target, &other.target) {
             (Target::G(a), Target::G(b)) => Arc::ptr_eq(a, b),
             (Target::Thread(a), Target::Thread(b)) => Arc::ptr_eq(a, b),
+            (Target::Waker(a), Target::Waker(b)) => a.will_wake(b),
             _ => false,
         }
     }
@@ -185,6 +212,7 @@ impl fmt::Debug for Unparker {
             Target::Thread(t) => {
                 write!(f, "Unparker(thread {:?}, wait {})", t.thread.id(), self.seq)
             }
+            Target::Waker(_) => f.write_str("Unparker(async task)"),
         }
     }
 }

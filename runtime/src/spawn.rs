@@ -40,9 +40,12 @@
 
 use std::cell::UnsafeCell;
 use std::fmt;
+use std::future::{Future, IntoFuture};
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe, Location};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -213,6 +216,51 @@ impl<T> JoinInner<T> {
         }
         // The coroutine finished as the deadline fired.
         true
+    }
+
+    /// The async form of `wait` (for [`JoinFuture`]): ready once the coroutine has
+    /// finished; else registers the task's waker as the joiner (an unparker made by
+    /// [`Unparker::from_waker`]: the join handshake is the same) and returns `Pending`.
+    /// `registered` is the waker of the wait registered now, if any: polled again by
+    /// the same task, nothing changes; by another, the wait is withdrawn and
+    /// registered again with the new waker.
+    pub(crate) fn poll_wait(
+        &self,
+        registered: &mut Option<Waker>,
+        cx: &mut Context<'_>,
+    ) -> Poll<()> {
+        let packet = &*self.packet;
+        if packet.state.is_done() {
+            return Poll::Ready(());
+        }
+        if let Some(w) = registered.take() {
+            if w.will_wake(cx.waker()) {
+                *registered = Some(w);
+                return Poll::Pending;
+            }
+            if !packet.state.withdraw_wait() {
+                return Poll::Ready(()); // finished meanwhile
+            }
+        }
+        let u = Unparker::from_waker(cx.waker().clone());
+        // SAFETY: the state is RUNNING (not DONE; no wait of ours registered, or ours
+        // just withdrawn), so the joiner (us) owns `joiner`.
+        unsafe { *packet.joiner.get() = Some(u) };
+        if !packet.state.begin_wait() {
+            return Poll::Ready(());
+        }
+        *registered = Some(cx.waker().clone());
+        Poll::Pending
+    }
+
+    /// Calls off the async wait `registered` (a [`JoinFuture`] dropped before its
+    /// coroutine finished), so the coroutine does not wake a task that left.
+    pub(crate) fn cancel_wait(&self, registered: &mut Option<Waker>) {
+        if registered.take().is_some() && self.packet.state.withdraw_wait() {
+            // SAFETY: withdrawn: the coroutine never saw this wait, so the slot is
+            // ours again.
+            unsafe { *self.packet.joiner.get() = None };
+        }
     }
 
     /// Takes the result, once `wait` returned true.
@@ -440,6 +488,82 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn name(&self) -> Option<&str> {
         self.inner.name()
+    }
+}
+
+/// Awaiting a handle waits for the coroutine without blocking the executor's thread:
+/// `handle.await` gives what [`join`](JoinHandle::join) returns. Works on any executor
+/// (tokio's, `futures`', [`block_on`](crate::block_on)): the coroutine's end wakes the
+/// awaiting task through its waker.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let h = goro::go!(|| {
+///     goro::time::sleep(Duration::from_millis(5));
+///     6 * 7
+/// });
+/// // From a plain thread here; a tokio task awaits it the same way.
+/// assert_eq!(goro::block_on(async { h.await.unwrap() }), 42);
+/// ```
+impl<T> IntoFuture for JoinHandle<T> {
+    type Output = thread::Result<T>;
+    type IntoFuture = JoinFuture<T>;
+
+    fn into_future(self) -> JoinFuture<T> {
+        JoinFuture {
+            inner: Some(self.inner),
+            registered: None,
+        }
+    }
+}
+
+/// The future of a [`JoinHandle`] being awaited (see its `IntoFuture`): ready with the
+/// coroutine's result, `Err` with the panic payload if it panicked. Dropping it before
+/// then detaches the coroutine, as dropping the handle does.
+#[must_use = "futures do nothing unless polled"]
+pub struct JoinFuture<T> {
+    /// None once the result has been taken.
+    inner: Option<JoinInner<T>>,
+    /// The waker of the wait registered in the packet, if any.
+    registered: Option<Waker>,
+}
+
+impl<T> Future for JoinFuture<T> {
+    type Output = thread::Result<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<thread::Result<T>> {
+        let this = &mut *self;
+        let Some(inner) = &this.inner else {
+            panic!("JoinFuture polled after it returned the coroutine's result");
+        };
+        if inner.poll_wait(&mut this.registered, cx).is_pending() {
+            return Poll::Pending;
+        }
+        this.registered = None;
+        match this.inner.take() {
+            Some(inner) => Poll::Ready(inner.take()),
+            None => unreachable!("checked above"),
+        }
+    }
+}
+
+impl<T> Drop for JoinFuture<T> {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            inner.cancel_wait(&mut self.registered);
+        }
+    }
+}
+
+impl<T> fmt::Debug for JoinFuture<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("JoinFuture");
+        if let Some(inner) = &self.inner {
+            d.field("id", &inner.id())
+                .field("finished", &inner.is_finished());
+        }
+        d.finish_non_exhaustive()
     }
 }
 

@@ -13,11 +13,33 @@
 //! accept) may still wake a coroutine. The threads counted as waiting on goro pass the
 //! same test, since they sleep in an untimed futex wait too.
 //!
+//! Threads a bridge to another runtime started on goro's behalf (goro-tokio's workers)
+//! sleep in `epoll_wait`, not in a futex, and would hold every report back. The bridge
+//! names them ([`set_idle_helpers`]) with a test that says whether such a thread can
+//! wake anyone now: when nothing is in flight on that runtime (no task alive, no
+//! future of goro's being polled on it), it cannot, and it is skipped like an M.
+//!
 //! A futex can be woken by another process sharing its memory, and a thread by a
 //! signal; the check, like Go's, does not look for either. Where `/proc` cannot be
 //! read, nothing is known, and nothing is reported.
 
 use std::fs;
+use std::sync::OnceLock;
+
+/// The bridge's test (see the module doc): true for a thread it started that can wake
+/// nobody now. Set once.
+static IDLE_HELPERS: OnceLock<fn(i32) -> bool> = OnceLock::new();
+
+/// Installs the bridge's test of its idle threads (see the module doc). Only the first
+/// call counts.
+pub(crate) fn set_idle_helpers(test: fn(i32) -> bool) {
+    let _ = IDLE_HELPERS.set(test);
+}
+
+/// Whether `tid` is an idle helper of a bridge (see the module doc).
+fn idle_helper(tid: i32) -> bool {
+    IDLE_HELPERS.get().is_some_and(|test| test(tid))
+}
 
 /// Whether every thread of the process whose id `ours` rejects is blocked in an
 /// untimed futex wait (see the module doc). Stops at the first thread that is not.
@@ -32,7 +54,7 @@ pub(crate) fn others_asleep_for_good(ours: impl Fn(i32) -> bool) -> bool {
         else {
             return false;
         };
-        if ours(tid) {
+        if ours(tid) || idle_helper(tid) {
             continue;
         }
         // A thread that ended since the listing cannot wake anyone.

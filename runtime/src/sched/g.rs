@@ -137,10 +137,15 @@ pub(crate) struct G {
     co: UnsafeCell<Option<GCoroutine>>,
     yielder: UnsafeCell<*const Yielder<Resume, Request>>,
     parked_self_ref: UnsafeCell<bool>,
-    /// Whether the G is pinned to the M that first runs it (Go: LockOSThread).
-    pub(crate) pinned: bool,
-    /// The M a pinned G is bound to, once it has run (owner-only). That M does not
-    /// leave the pool (and free itself) while the G lives, so the pointer stays valid.
+    /// How many thread locks the G holds (Go: lockedExt): 1 for a `Builder::pinned`
+    /// coroutine from the start, plus one per [`lock_os_thread`](super::lockos) scope
+    /// open on it. Non-zero: the G runs only on `locked_m`, and that M runs nothing
+    /// else. Owner-only (the G itself while it runs, or its M).
+    lock_depth: UnsafeCell<u32>,
+    /// The M a locked G is bound to (owner-only): set when a lock is taken on a running
+    /// G, or on a pinned G's first run; null again when the last scoped lock ends. That
+    /// M does not leave the pool (and free itself) while the G is bound to it, so the
+    /// pointer stays valid.
     locked_m: UnsafeCell<*const super::m::M>,
     /// The coroutine's `coroutine_local!` values (`local.rs`). Touched only by the G
     /// itself, on its own stack (also inside a `blocking` call), never across a switch;
@@ -202,7 +207,7 @@ impl G {
             co: UnsafeCell::new(Some(co)),
             yielder: UnsafeCell::new(std::ptr::null()),
             parked_self_ref: UnsafeCell::new(false),
-            pinned,
+            lock_depth: UnsafeCell::new(u32::from(pinned)),
             locked_m: UnsafeCell::new(std::ptr::null()),
             locals: RefCell::new(LocalTable::new()),
         };
@@ -220,7 +225,35 @@ impl G {
         }
     }
 
-    /// The M this pinned G is bound to, or null before its first run.
+    /// Whether the G is locked to an M (pinned, or inside a `lock_os_thread` scope).
+    ///
+    /// # Safety
+    /// The caller owns the G.
+    #[inline]
+    pub(crate) unsafe fn is_locked(&self) -> bool {
+        // SAFETY: owner-only field (caller's contract).
+        unsafe { *self.lock_depth.get() != 0 }
+    }
+
+    /// Adds `delta` (+1 or -1) to the G's lock depth; returns the new depth.
+    ///
+    /// # Safety
+    /// The caller owns the G.
+    pub(crate) unsafe fn add_lock_depth(&self, delta: i32) -> u32 {
+        // SAFETY: owner-only field (caller's contract).
+        unsafe {
+            let d = &mut *self.lock_depth.get();
+            *d = d.checked_add_signed(delta).unwrap_or_else(|| {
+                super::fatal!(
+                    "G::add_lock_depth: coroutine {} lock count out of range",
+                    self.id
+                )
+            });
+            *d
+        }
+    }
+
+    /// The M this locked G is bound to, or null (not locked, or pinned and not yet run).
     ///
     /// # Safety
     /// The caller owns the G.

@@ -117,6 +117,7 @@ pub(crate) mod census;
 pub(crate) mod dump;
 pub(crate) mod g;
 pub(crate) mod idle;
+pub(crate) mod lockos;
 pub(crate) mod m;
 pub(crate) mod p;
 pub(crate) mod panics;
@@ -251,6 +252,8 @@ pub(crate) struct Runtime {
     pub(crate) idle_m_exit: std::time::Duration,
     /// `GORO_MAX_THREADS`: the most Ms alive at once (see `newm`).
     pub(crate) max_threads: usize,
+    /// `GORO_TOKIO_WORKERS` (see `bridge_support`).
+    pub(crate) tokio_workers: usize,
     /// `GORO_HOOKS`: whether the `hooks` feature parks coroutines (read by the hooks
     /// as a coroutine first reaches one).
     #[cfg(feature = "hooks")]
@@ -355,6 +358,7 @@ fn build(cfg: Config, usable: usize) -> Runtime {
         schedtrace_ms: cfg.schedtrace_ms().unwrap_or(None),
         deadlock_check: cfg.deadlock_check,
         idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
+        tokio_workers: cfg.tokio_workers,
         max_threads: cfg.max_threads,
         #[cfg(feature = "hooks")]
         hooks: cfg.hooks,
@@ -490,6 +494,11 @@ pub(crate) fn current_locals() -> *const std::cell::RefCell<crate::local_table::
     // SAFETY: the G is alive while its code runs on this thread (its M holds it);
     // taking a field's address reads nothing.
     unsafe { std::ptr::addr_of!((*g).locals) }
+}
+
+/// `GORO_TOKIO_WORKERS` (see `bridge_support`).
+pub(crate) fn tokio_workers() -> usize {
+    rt().tokio_workers
 }
 
 /// Whether the calling thread is one of the runtime's Ms.

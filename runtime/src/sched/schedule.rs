@@ -379,7 +379,8 @@ fn retire_p(m: &'static M) -> bool {
 /// goexit that runs on g0).
 fn execute(m: &'static M, g: GRef, inherit: bool) {
     let rt = rt_started();
-    if g.pinned && !bind_pinned(m, &g) {
+    // SAFETY: we own `g` (taken from a queue or handed to us).
+    if unsafe { g.is_locked() } && !bind_pinned(m, &g) {
         startlockedm(m, g);
         return;
     }
@@ -430,7 +431,8 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                 }
                 let p = m.held_p();
                 let global_empty = rt.injector.is_empty();
-                if g.pinned && runq_empty(p.p()) && global_empty {
+                // SAFETY: we own `g`: it suspended back to us.
+                if unsafe { g.is_locked() } && runq_empty(p.p()) && global_empty {
                     // Nothing else to run: spare the pinned G two hand-offs.
                     continue;
                 }
@@ -491,7 +493,8 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
 fn g_exited(m: &'static M, g: GRef, p: Option<&HeldP<'_>>) {
     let rt = rt_started();
     g.transition(GStatus::Running, GStatus::Dead);
-    if g.pinned {
+    // SAFETY: we own `g`: it returned to us.
+    if unsafe { g.is_locked() } {
         // The M goes back to the pool. (Go ends the thread instead, since the goroutine
         // may have left it in a special state; goro's pinning is for affinity, and
         // thread-locals it set stay set.)

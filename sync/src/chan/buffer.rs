@@ -71,6 +71,12 @@ impl<T> Buffer<T> {
         self.items.push_back(v);
     }
 
+    /// Puts `v` back at the head, even past `cap` (a value handed to an async receive
+    /// that was called off: `future.rs`); it is the next one taken.
+    pub(crate) fn push_front(&mut self, v: T) {
+        self.items.push_front(v);
+    }
+
     /// Takes the oldest value; frees the allocation if that emptied a large buffer
     /// (see the module doc).
     pub(crate) fn pop_front(&mut self) -> Option<T> {

@@ -42,6 +42,7 @@
 
 mod buffer;
 mod errors;
+mod future;
 pub(crate) mod select;
 mod timer;
 pub(crate) mod waitq;
@@ -58,6 +59,7 @@ use goro_runtime::park::{self, Unparker, WaitReason};
 pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
+pub use future::{RecvFuture, SendFuture};
 pub use timer::{after, at, never, never_sender, tick, Ticker, Timer};
 
 use crate::lock::SpinLock;
