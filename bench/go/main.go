@@ -12,6 +12,8 @@
 //	goro-bench-go serve      echo server on 127.0.0.1:0: print "LISTENING <addr>"
 //	                         on stdout, echo until stdin reaches EOF (or SIGTERM)
 //	goro-bench-go load ARGS  the echo load generator (load.go)
+//	goro-bench-go slow_gets N URL_BASE
+//	                         N concurrent slow GETs with net/http (slowgets.go)
 //
 // Diagnostics go to stderr. The parallelism is GOMAXPROCS, set by the harness; "per
 // worker" means per P here (runtime.GOMAXPROCS(0)). The ports of Go's own benchmarks
@@ -201,8 +203,8 @@ func benchmark(name string) (float64, error) {
 }
 
 func main() {
-	// `load` (load.go) is the one command with arguments of its own.
-	if len(os.Args) < 2 || (len(os.Args) != 2 && os.Args[1] != "load") {
+	// `load` (load.go) and `slow_gets` (slowgets.go) have arguments of their own.
+	if len(os.Args) < 2 || (len(os.Args) != 2 && os.Args[1] != "load" && os.Args[1] != "slow_gets") {
 		usage()
 	}
 	name := os.Args[1]
@@ -211,6 +213,8 @@ func main() {
 		os.Exit(serve())
 	case "load":
 		os.Exit(load(os.Args[2:]))
+	case "slow_gets":
+		os.Exit(slowGets(os.Args[2:]))
 	}
 	run, ok := workloads[name]
 	if _, bench := benchmarks[name]; bench {

@@ -7,7 +7,7 @@
 //! - [`harness`]: child processes under timeouts, the Go side (`bench/go/`, one Go
 //!   module), medians and spreads, markdown / JSON / SVG output, `/proc` readers.
 //! - `src/bin/compare.rs`: the one command,
-//!   `compare --suite chan|sync|time|proc|echo|blocking|all`; `src/bin/ops.rs`: one
+//!   `compare --suite chan|sync|time|proc|echo|blocking|async|all`; `src/bin/ops.rs`: one
 //!   hot-path operation in a loop, for `bench/instructions.sh` (callgrind).
 
 pub mod contenders;

@@ -41,7 +41,7 @@ enum Cmd {
 
 #[derive(Args)]
 struct RunArgs {
-    /// Suites to run: chan, sync, time, proc, echo, blocking, or all.
+    /// Suites to run: chan, sync, time, proc, echo, blocking, async, or all.
     #[arg(long, value_delimiter = ',', default_value = "all")]
     suite: Vec<String>,
     /// Only these rows (a companion row selects its workload).

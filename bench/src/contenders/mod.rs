@@ -1,6 +1,7 @@
 //! The contenders of [`crate::workloads`]' contract: goro, may, tokio, plain threads, Go,
-//! the `sync` suite's peers (goro without its back-off, parking_lot), and two echo server
-//! programs: `example` (`examples/echo_server`) and `base` (`compare --baseline PATH`).
+//! the `sync` suite's peers (goro without its back-off, parking_lot), two echo server
+//! programs: `example` (`examples/echo_server`) and `base` (`compare --baseline PATH`),
+//! and the `async` suite's `goro_recipe` (tokio futures through `goro::blocking`).
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
@@ -46,6 +47,7 @@ pub static ALL: &[&dyn Contender] = &[
     &SyncPeer(Impl::ParkingLot),
     &Server("example"),
     &Server("base"),
+    &GoroRecipe,
 ];
 
 /// The contender named `name`.
@@ -68,6 +70,8 @@ pub fn worker(c: &dyn Contender, w: &Workload) -> i32 {
     }
     let mut m = if w.suite == Suite::Echo {
         Measurement::skip("echo is measured against `compare serve`")
+    } else if w.suite == Suite::Async {
+        Measurement::skip("the async suite runs ecosystem/'s slow_gets, not a worker")
     } else if !c.supports(w) {
         Measurement::skip(format!("no {} implementation of {}", c.name(), w.name()))
     } else {
@@ -246,6 +250,23 @@ impl Contender for Server {
             }
         };
         Err(Command::new(bin).args(["--addr", &addr.to_string()]).exec())
+    }
+}
+
+/// The old way to call async Rust from a coroutine, for the `async` suite:
+/// `goro::blocking(|| handle.block_on(fut))` on a tokio runtime of the program's, one OS
+/// thread per call in flight (`slow_gets recipe`, run by the harness).
+pub struct GoroRecipe;
+
+impl Contender for GoroRecipe {
+    fn name(&self) -> &'static str {
+        "goro_recipe"
+    }
+    fn supports(&self, w: &Workload) -> bool {
+        w.suite == Suite::Async
+    }
+    fn run(&self, _w: &Workload) -> Outcome {
+        Err("the async suite runs ecosystem/'s slow_gets, not a worker".into())
     }
 }
 

@@ -32,6 +32,10 @@ impl Contender for Tokio {
     fn name(&self) -> &'static str {
         "tokio"
     }
+    fn supports(&self, w: &Workload) -> bool {
+        // The async suite's pure-tokio client is ecosystem/'s `slow_gets tokio`.
+        super::in_comparison(w) || w.suite == common::Suite::Async
+    }
     fn note(&self, w: &Workload) -> Option<&'static str> {
         matches!(w.name(), "chain" | "chainbuf" | "sieve" | "pingpong")
             .then_some("no rendezvous channel: tokio::sync::mpsc::channel(1)")

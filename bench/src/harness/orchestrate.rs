@@ -1,5 +1,7 @@
 //! The children of a `compare` run, every wait bounded: `compare worker` (Go's replaces
-//! itself with the Go program), `compare serve` and the echo load generator.
+//! itself with the Go program), `compare serve`, the echo load generator, and for the
+//! `async` suite the `ecosystem/` crate's `slow_server` and `slow_gets` (or Go's
+//! `goro-bench-go slow_gets`).
 
 use std::ffi::OsStr;
 use std::net::SocketAddr;
@@ -15,7 +17,7 @@ use super::child::{self, run_with_timeout, spawn, tail, Drain};
 use super::go::GoBuild;
 use super::{procfs, wait_until};
 use crate::contenders::{self, Contender};
-use crate::workloads::{Measurement, Outcome, Suite, Workload, ECHO_SIZE};
+use crate::workloads::{Measurement, Outcome, Suite, Workload, ECHO_SIZE, SLOW_GETS_BINS};
 
 /// Bound of a server's start (until `LISTENING`) and of its exit after stdin closes.
 const SERVER_BOUND: Duration = Duration::from_secs(10);
@@ -54,6 +56,17 @@ pub struct Settings {
     /// Echo: the load generator.
     #[arg(long, value_enum, default_value = "goro")]
     pub load: Load,
+    /// Async: concurrent GETs per slow_gets run.
+    #[arg(long, default_value_t = 10_000)]
+    pub gets: u64,
+    /// Async: how long the slow server takes to answer each GET, ms.
+    #[arg(long, default_value_t = 300)]
+    pub gets_delay_ms: u64,
+    /// Async: the directory of `slow_gets` and `slow_server` (default: the repository's
+    /// ecosystem/target/release, built by `cargo build --release --manifest-path
+    /// ecosystem/Cargo.toml`).
+    #[arg(long)]
+    pub ecosystem_bin: Option<PathBuf>,
 }
 
 /// How the children start: `me` is this binary, re-run as worker, server and load generator.
@@ -61,6 +74,18 @@ pub struct Launcher {
     pub me: PathBuf,
     pub go: Result<GoBuild, String>,
     pub settings: Settings,
+}
+
+/// The line of `slow_gets` (ecosystem/src/bin/slow_gets.rs, bench/go/slowgets.go).
+#[derive(Deserialize)]
+struct GetsLine {
+    n: u64,
+    wall_ms: f64,
+    req_per_s: f64,
+    peak_threads: f64,
+    peak_rss_kib: f64,
+    cpu_ms: f64,
+    errors: u64,
 }
 
 /// The figures `compare` reads from the load generator's JSON line.
@@ -100,6 +125,9 @@ impl Launcher {
     pub fn run(&self, c: &dyn Contender, w: &Workload, procs: usize) -> Outcome {
         if w.suite == Suite::Echo {
             return self.echo(c, w, procs);
+        }
+        if w.suite == Suite::Async {
+            return self.slow_gets(c, w, procs);
         }
         let cmd = self.command(&["worker", c.name(), w.name()], procs);
         let timeout = Duration::from_secs(self.settings.timeout);
@@ -143,6 +171,74 @@ impl Launcher {
             }
         }
         Ok(m)
+    }
+
+    /// One `slow_gets` run: a fresh `slow_server` child answering after
+    /// `--gets-delay-ms`, and `--gets` concurrent GETs at it from the contender's client
+    /// (`slow_gets goro|recipe|tokio`, or Go's); the figures of its line, every answer
+    /// checked by the client (a wrong one fails the run).
+    fn slow_gets(&self, c: &dyn Contender, w: &Workload, procs: usize) -> Outcome {
+        let dir = (self.settings.ecosystem_bin.clone()).unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(SLOW_GETS_BINS)
+        });
+        let bins = ["slow_gets", "slow_server"].map(|b| dir.join(b));
+        if let Some(missing) = bins.iter().find(|b| !b.is_file()) {
+            return Ok(Measurement::skip(format!(
+                "{} is missing: cargo build --release --manifest-path ecosystem/Cargo.toml",
+                missing.display()
+            )));
+        }
+        let [gets_bin, server_bin] = bins;
+        let mut client = match (c.name(), &self.go) {
+            ("go", Ok(g)) => {
+                let mut cmd = Command::new(&g.bin);
+                cmd.arg("slow_gets");
+                cmd
+            }
+            ("go", Err(why)) => return Ok(Measurement::skip(format!("Go: {why}"))),
+            (name, _) => {
+                let mode = match name {
+                    "goro" => "goro",
+                    "goro_recipe" => "recipe",
+                    "tokio" => "tokio",
+                    _ => return Ok(Measurement::skip(format!("no {name} client"))),
+                };
+                let mut cmd = Command::new(&gets_bin);
+                cmd.arg(mode);
+                cmd
+            }
+        };
+        let (n, delay) = (self.settings.gets, self.settings.gets_delay_ms);
+        let mut server = Command::new(&server_bin);
+        server.arg(delay.to_string());
+        let mut srv = Server::start(server)?;
+        let url = format!("http://{}", srv.addr);
+        client
+            .args([&n.to_string(), &url])
+            .env("GORO_MAXPROCS", procs.to_string())
+            .env("GOMAXPROCS", procs.to_string());
+        let bound = Duration::from_secs(self.settings.timeout);
+        let got: Result<GetsLine, String> = run_json(client, bound, "the client");
+        if let Ok(Some(status)) = srv.child.try_wait() {
+            let log = srv.log();
+            return Err(format!("the server exited during the GETs ({status}){log}"));
+        }
+        drop(srv);
+        let v = got?;
+        if v.n != n || v.errors != 0 {
+            return Err(format!(
+                "the client made {} GETs with {} errors, not {n} without",
+                v.n, v.errors
+            ));
+        }
+        let name = w.name();
+        Ok(Measurement::value(v.req_per_s)
+            .with(&format!("{name}/wall"), v.wall_ms)
+            .with(&format!("{name}/threads"), v.peak_threads)
+            .with(&format!("{name}/rss"), v.peak_rss_kib / 1024.0)
+            .with(&format!("{name}/cpu"), v.cpu_ms))
     }
 
     fn load(&self, addr: SocketAddr, conns: u64, procs: usize) -> Result<LoadLine, String> {

@@ -42,6 +42,10 @@ pub enum Suite {
     Echo,
     /// Blocking calls: a ticker beside blockers, sysmon's cost.
     Blocking,
+    /// Async Rust from coroutines: 10 000 concurrent slow GETs with reqwest through
+    /// `goro::tokio::block_on`, the old `goro::blocking` recipe and pure tokio, and
+    /// with Go's net/http (the `ecosystem/` crate's binaries: see [`SLOW_GETS_BINS`]).
+    Async,
 }
 
 /// One row of a table.
@@ -191,6 +195,8 @@ workloads! {
     Blocking P12 row("ticker/cpu", "µs late p50") TICKER_CPU;
     Blocking P2 row("sysmon/busy", "wake-ups/s") &[row("sysmon/busy/cpu", "% of a core")];
     Blocking P2 row("sysmon/idle", "wake-ups/s") &[row("sysmon/idle/cpu", "% of a core")];
+    // Async Rust from coroutines (the harness runs ecosystem/'s slow_gets and slow_server).
+    Async P2 higher("slow_gets", "req/s") SLOW_GETS;
 }
 
 /// Companion-row tables, one per `NAME prefix`, each row named prefix + suffix.
@@ -215,6 +221,8 @@ companions!(PARK_10K "spawn_park_10k_", PARK_100K "spawn_park_100k_", PARK_1M "s
              "pte" "B/parked (page tables)", "faults" "faults/task"]);
 companions!(ECHO_1 "echo/1/", ECHO_50 "echo/50/", ECHO_500 "echo/500/": ["p99" "µs",
             "fairness" "busiest/mean", "user" "µs/rt", "sys" "µs/rt", "machine" "µs/rt"]);
+companions!(SLOW_GETS "slow_gets/": ["wall" "ms", "threads" "threads at peak",
+            "rss" "MiB peak RSS", "cpu" "ms CPU (client)"]);
 companions!(TICKER_NONE "ticker/none/", TICKER_SLEEP "ticker/sleep/", TICKER_CPU "ticker/cpu/":
             ["p99" "µs", "max" "µs"]);
 
@@ -232,6 +240,10 @@ pub const SLEEP_COUNT: usize = 300;
 pub const LATENCY_SAMPLES: usize = 1000;
 /// Echo messages, bytes.
 pub const ECHO_SIZE: usize = 64;
+/// Where the `slow_gets` rows' programs are built, under the repository:
+/// `cargo build --release --manifest-path ecosystem/Cargo.toml` (its own workspace, so
+/// that this crate never builds reqwest and hyper).
+pub const SLOW_GETS_BINS: &str = "ecosystem/target/release";
 
 /// Tasks in a mutex workload (`mutex2`: 2).
 pub fn mutex_tasks(name: &str) -> Option<usize> {
