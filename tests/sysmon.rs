@@ -556,38 +556,11 @@ fn run_scenario_for(scenario: &str, env: &[(&str, &str)], limit: Duration) -> Ou
             "scenario_child",
             "--nocapture",
             "--test-threads=1",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
+        ]);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn child");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for the child") {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            break child.wait().expect("wait for the killed child");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    common::output_within(cmd, limit)
 }
 
 /// [`run_scenario_for`] with a limit no scenario should come near.

@@ -12,7 +12,8 @@
 
 pub mod pingpong_hog;
 
-use std::process::Command;
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -340,4 +341,38 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
         goro::time::sleep(Duration::from_millis(1));
     }
     panic!("timed out waiting for: {what}");
+}
+
+/// Runs `cmd` with its output captured, and kills it if it has not ended after `limit`
+/// (its status then has no code). The limit is kept here, not in a watchdog thread of
+/// the child: a thread that sleeps with a deadline may wake someone, so a deadlock
+/// check in the child would rightly never fire beside one.
+pub fn output_within(mut cmd: Command, limit: Duration) -> Output {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn child");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break child.wait().expect("wait for the killed child");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    }
 }

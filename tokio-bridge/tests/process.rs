@@ -3,8 +3,10 @@
 //! detection beside the tokio runtime goro starts (still reported when nothing is in
 //! flight on it; held back while a task or a `block_on` may still wake someone).
 
-use std::io::Read;
-use std::process::{Command, Output, Stdio};
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const SCENARIO_ENV: &str = "GORO_TOKIO_TEST_SCENARIO";
@@ -20,38 +22,11 @@ fn run(scenario: &str, env: &[(&str, &str)], limit: Duration) -> Output {
             "scenario_child",
             "--nocapture",
             "--test-threads=1",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        ]);
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().expect("spawn child");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let out = drain(Box::new(child.stdout.take().unwrap()));
-    let err = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            break child.wait().expect("wait for the killed child");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap(),
-        stderr: err.join().unwrap(),
-    }
+    common::output_within(cmd, limit)
 }
 
 fn text(o: &Output) -> String {
