@@ -29,6 +29,9 @@
 //! - `GORO_PIDFD=off`: `goro::process` waits for children with a blocking `wait`
 //!   instead of a pidfd on the poller (for testing the fallback that kernels before
 //!   5.3 get).
+//! - `GORO_DETACHED_PANIC`: `exit` (the default): a panic in a coroutine whose
+//!   `JoinHandle` was dropped ends the program with status 2, as Go's does; `ignore`:
+//!   it is reported and the program goes on, as std's detached threads.
 //! - `GORO_TOKIO_WORKERS`: with the facade's `tokio` feature, the worker threads of the
 //!   tokio runtime that `goro::tokio` starts (1 to 1024, default 1).
 //! - `GORO_HOOKS=off`: with the `hooks` feature, leave std's blocking calls alone (they
@@ -84,6 +87,8 @@ pub struct Config {
     pub(crate) idle_m_exit_ms: u64,
     pub(crate) max_threads: usize,
     pub(crate) membarrier: bool,
+    /// `GORO_DETACHED_PANIC` (see `panics::unjoined_panic`).
+    pub(crate) detached_panic_exits: bool,
     /// Used only by the facade's `tokio` feature (`bridge_support::tokio_workers`).
     pub(crate) tokio_workers: usize,
     /// Used only with the `hooks` feature.
@@ -166,6 +171,7 @@ impl Config {
             max_threads: DEFAULT_MAX_THREADS,
             membarrier: true,
             tokio_workers: 1,
+            detached_panic_exits: true,
             hooks: true,
         }
     }
@@ -196,6 +202,9 @@ impl Config {
         }
         if let Some(on) = env_var("GORO_MEMBARRIER", parse_on_off)? {
             c.membarrier = on;
+        }
+        if let Some(exits) = env_var("GORO_DETACHED_PANIC", parse_detached_panic)? {
+            c.detached_panic_exits = exits;
         }
         if let Some(n) = env_var("GORO_TOKIO_WORKERS", parse_tokio_workers)? {
             c.tokio_workers = n;
@@ -240,6 +249,15 @@ impl Config {
     /// `init`); past it the process stops with a message (Go's `debug.SetMaxThreads`).
     pub fn max_threads(mut self, n: usize) -> Config {
         self.max_threads = n;
+        self
+    }
+
+    /// Whether a panic that no join will take (a coroutine whose `JoinHandle` was
+    /// dropped, or dropped after it panicked) ends the program, with status 2 after the
+    /// panic's report, as in Go (`true`, the default); `false` keeps std's rule for
+    /// detached threads: reported, then lost.
+    pub fn detached_panic_exits(mut self, exits: bool) -> Config {
+        self.detached_panic_exits = exits;
         self
     }
 
@@ -311,6 +329,15 @@ pub(crate) fn parse_on_off(s: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(format!("must be `on` or `off`, got {s:?}")),
+    }
+}
+
+/// `exit` (true) or `ignore` (false).
+pub(crate) fn parse_detached_panic(s: &str) -> Result<bool, String> {
+    match s.trim() {
+        "exit" => Ok(true),
+        "ignore" => Ok(false),
+        _ => Err(format!("must be `exit` or `ignore`, got {s:?}")),
     }
 }
 

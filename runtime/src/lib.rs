@@ -102,6 +102,6 @@ pub mod __loom {
     };
     pub use crate::sched::runq::RunNext;
     pub use crate::sched::scan::ScanWord;
-    pub use crate::spawn::JoinState;
+    pub use crate::spawn::{Finished, JoinState};
     pub use crate::wait::{WaitCell, Wake};
 }

@@ -37,6 +37,18 @@
 //! again and a later wait starts over; if it loses, the state is `DONE` and the result
 //! is there (the coroutine's unpark of the wait the deadline already ended is a no-op).
 //! `tests/loom_join.rs` checks the state machine, withdrawals included.
+//!
+//! # A panic is never lost
+//!
+//! A coroutine's panic reaches whoever joins it, or ends the program. A handle that
+//! goes without a join (dropped, or its future dropped) or-s `DETACHED` into the word;
+//! whichever of the two steps comes second owns the result and looks at it: the
+//! coroutine, whose `finish` swap sees `DETACHED`, or the handle, whose `detach` sees
+//! `DONE` (Acquire: the result is then visible). If the result is a panic, the program
+//! ends there (`panics::unjoined_panic`), with exit status 2 as Go's unrecovered panic,
+//! unless `GORO_DETACHED_PANIC=ignore` asks for std's rule (a detached thread's panic
+//! is reported and lost). `JoinSet`, `scope` and `ErrGroup` catch their coroutines'
+//! panics themselves and hand them to their own joins.
 
 use std::cell::UnsafeCell;
 use std::fmt;
@@ -57,6 +69,20 @@ pub use crate::sched::panic_message;
 const RUNNING: u8 = 0;
 const WAITING: u8 = 1;
 const DONE: u8 = 2;
+/// Or'ed in when the handle goes without a join (see "a panic is never lost").
+const DETACHED: u8 = 4;
+
+/// What the coroutine's `finish` found: who, if anyone, takes the result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub enum Finished {
+    /// A joiner is parked: wake it (its unparker is readable).
+    Joiner,
+    /// The handle is gone: nobody will take the result; the coroutine owns it again.
+    Detached,
+    /// The handle is alive and not waiting: it will take the result.
+    Handle,
+}
 
 /// The join handshake word (see the module doc). Written by the coroutine (`finish`)
 /// and by the joiner (`begin_wait`, `withdraw_wait`); read by the joiner (`is_done`).
@@ -78,13 +104,28 @@ impl JoinState {
         }
     }
 
-    /// Coroutine side, after writing the result: returns true if a joiner is parked
-    /// and must be unparked (its unparker is then readable).
-    #[must_use]
-    pub fn finish(&self) -> bool {
+    /// Coroutine side, after writing the result: who takes it. `Joiner`: a joiner is
+    /// parked and must be unparked (its unparker is then readable).
+    pub fn finish(&self) -> Finished {
         // AcqRel: Release publishes the result to the joiner; Acquire makes the
         // joiner's unparker, written before its CAS, visible to us.
-        self.state.swap(DONE, Ordering::AcqRel) == WAITING
+        match self.state.swap(DONE, Ordering::AcqRel) {
+            WAITING => Finished::Joiner,
+            s if s & DETACHED != 0 => Finished::Detached,
+            _ => Finished::Handle,
+        }
+    }
+
+    /// Handle side, when it goes without a join: true if the coroutine had finished
+    /// (its result is then visible, and nobody else will look at it); false if it will
+    /// see the handle gone when it finishes (`Finished::Detached`). Called with no wait
+    /// registered (never from `WAITING`).
+    #[must_use]
+    pub fn detach(&self) -> bool {
+        // AcqRel: Acquire pairs with `finish`'s Release, so a finished result is
+        // visible; Release orders nothing the coroutine reads, but costs nothing more
+        // on this read-modify-write.
+        self.state.fetch_or(DETACHED, Ordering::AcqRel) == DONE
     }
 
     /// Joiner side, after writing its unparker: returns true if it must park (the
@@ -145,17 +186,25 @@ impl<T> Packet<T> {
         }
     }
 
-    /// Coroutine side: publishes the result and wakes a parked joiner.
+    /// Coroutine side: publishes the result and wakes a parked joiner; a panic that
+    /// no handle will take ends the program (see "a panic is never lost").
     pub(crate) fn complete(&self, r: thread::Result<T>) {
+        let panicked = r.is_err();
         // SAFETY: only the coroutine writes `result`, and only here, before `finish`.
         unsafe { *self.result.get() = Some(r) };
-        if self.state.finish() {
-            // SAFETY: `finish` saw WAITING, so the joiner wrote its unparker before its
-            // CAS and will not touch it again until it is woken (or its withdrawal
-            // fails, which leaves the slot alone).
-            if let Some(u) = unsafe { (*self.joiner.get()).take() } {
-                u.unpark();
+        match self.state.finish() {
+            Finished::Joiner => {
+                // SAFETY: `finish` saw WAITING, so the joiner wrote its unparker before
+                // its CAS and will not touch it again until it is woken (or its
+                // withdrawal fails, which leaves the slot alone).
+                if let Some(u) = unsafe { (*self.joiner.get()).take() } {
+                    u.unpark();
+                }
             }
+            Finished::Detached if panicked => {
+                sched::panics::unjoined_panic(sched::current_id(), "its JoinHandle was dropped")
+            }
+            Finished::Detached | Finished::Handle => {}
         }
     }
 }
@@ -263,6 +312,22 @@ impl<T> JoinInner<T> {
         }
     }
 
+    /// The handle goes without a join (see "a panic is never lost"): a panic the
+    /// coroutine ended with, or will end with, ends the program.
+    pub(crate) fn detach(&self) {
+        if self.packet.state.detach() {
+            // SAFETY: DONE, and the handle (us) was the only one to read the result.
+            let panicked =
+                unsafe { (*self.packet.result.get()).as_ref() }.is_some_and(|r| r.is_err());
+            if panicked {
+                sched::panics::unjoined_panic(
+                    Some(self.id),
+                    "its JoinHandle was dropped after it panicked, without a join",
+                );
+            }
+        }
+    }
+
     /// Takes the result, once `wait` returned true.
     pub(crate) fn take(self) -> thread::Result<T> {
         // SAFETY: the state is DONE (our caller waited for it), so the coroutine wrote
@@ -362,7 +427,7 @@ impl Builder {
         let theirs = packet.clone();
         let (id, name) = self.spawn_main(move || theirs.complete(run(f)))?;
         Ok(JoinHandle {
-            inner: JoinInner::new(id, name, packet),
+            inner: Some(JoinInner::new(id, name, packet)),
         })
     }
 
@@ -428,19 +493,49 @@ where
 /// An owned permission to join a coroutine: wait for it to end and take its result.
 ///
 /// Dropping the handle detaches the coroutine, which keeps running. A panic in a
-/// detached coroutine is reported by the panic hook, like a thread's, and does not
-/// affect the runtime.
+/// detached coroutine ends the program, as an unrecovered panic does in Go (see "a
+/// panic is never lost" in the module doc): after the panic's report, a line says no
+/// handle was left to take it, and the process exits with status 2. So does dropping
+/// the handle of a coroutine that has panicked, without joining it. A held handle keeps
+/// std's rule: `join` returns `Err` with the payload, and the program goes on.
+/// `GORO_DETACHED_PANIC=ignore` (or `Config::detached_panic_exits(false)`) restores
+/// std's rule for detached threads: the report is printed and the program goes on.
 pub struct JoinHandle<T> {
-    inner: JoinInner<T>,
+    /// None once joined (or turned into a future).
+    inner: Option<JoinInner<T>>,
+}
+
+impl<T> Drop for JoinHandle<T> {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            inner.detach();
+        }
+    }
 }
 
 impl<T> JoinHandle<T> {
     /// Waits for the coroutine to end: parks the calling coroutine, or blocks the
     /// calling thread. Returns its result, or `Err` with the panic payload if it
     /// panicked.
-    pub fn join(self) -> thread::Result<T> {
-        self.inner.wait(None);
-        self.inner.take()
+    pub fn join(mut self) -> thread::Result<T> {
+        let inner = self.take_inner();
+        inner.wait(None);
+        inner.take()
+    }
+
+    /// The handle's part, taken out (so that its drop does not detach it).
+    fn take_inner(&mut self) -> JoinInner<T> {
+        match self.inner.take() {
+            Some(inner) => inner,
+            None => unreachable!("a JoinHandle holds its JoinInner until consumed"),
+        }
+    }
+
+    fn inner(&self) -> &JoinInner<T> {
+        match &self.inner {
+            Some(inner) => inner,
+            None => unreachable!("a JoinHandle holds its JoinInner until consumed"),
+        }
     }
 
     /// Waits like [`join`](JoinHandle::join), but for at most `timeout`. Returns
@@ -460,10 +555,10 @@ impl<T> JoinHandle<T> {
     /// let r = h.join_timeout(Duration::from_secs(60)).unwrap();
     /// assert_eq!(r.unwrap(), 7);
     /// ```
-    pub fn join_timeout(self, timeout: Duration) -> Result<thread::Result<T>, JoinHandle<T>> {
+    pub fn join_timeout(mut self, timeout: Duration) -> Result<thread::Result<T>, JoinHandle<T>> {
         let deadline = Instant::now().checked_add(timeout);
-        if self.inner.wait(deadline) {
-            Ok(self.inner.take())
+        if self.inner().wait(deadline) {
+            Ok(self.take_inner().take())
         } else {
             Err(self)
         }
@@ -471,12 +566,12 @@ impl<T> JoinHandle<T> {
 
     /// Whether the coroutine has ended (its result can be taken without waiting).
     pub fn is_finished(&self) -> bool {
-        self.inner.is_finished()
+        self.inner().is_finished()
     }
 
     /// The coroutine's id (what `current_id` returns inside it).
     pub fn id(&self) -> u64 {
-        self.inner.id()
+        self.inner().id()
     }
 
     /// The coroutine's name, as given to [`Builder::name`] (None if it has none).
@@ -487,7 +582,7 @@ impl<T> JoinHandle<T> {
     /// assert_eq!(goro::spawn(|| ()).name(), None);
     /// ```
     pub fn name(&self) -> Option<&str> {
-        self.inner.name()
+        self.inner().name()
     }
 }
 
@@ -510,9 +605,9 @@ impl<T> IntoFuture for JoinHandle<T> {
     type Output = thread::Result<T>;
     type IntoFuture = JoinFuture<T>;
 
-    fn into_future(self) -> JoinFuture<T> {
+    fn into_future(mut self) -> JoinFuture<T> {
         JoinFuture {
-            inner: Some(self.inner),
+            inner: Some(self.take_inner()),
             registered: None,
         }
     }
@@ -552,6 +647,7 @@ impl<T> Drop for JoinFuture<T> {
     fn drop(&mut self) {
         if let Some(inner) = &self.inner {
             inner.cancel_wait(&mut self.registered);
+            inner.detach();
         }
     }
 }

@@ -5,7 +5,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p goro-runtime --test loom_join`
 #![cfg(loom)]
 
-use goro_runtime::__loom::JoinState;
+use goro_runtime::__loom::{Finished, JoinState};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use loom::sync::Arc;
@@ -28,7 +28,7 @@ fn result_and_wakeup_are_never_lost() {
             );
             thread::spawn(move || {
                 result.store(42, Ordering::Relaxed);
-                if state.finish() {
+                if state.finish() == Finished::Joiner {
                     assert_eq!(
                         reg.load(Ordering::Relaxed),
                         1,
@@ -75,7 +75,7 @@ fn timed_out_wait_withdraws_cleanly() {
                 (state.clone(), result.clone(), slot.clone(), woken.clone());
             thread::spawn(move || {
                 result.store(42, Ordering::Relaxed);
-                if state.finish() {
+                if state.finish() == Finished::Joiner {
                     // SAFETY: `finish` saw WAITING: the joiner published the slot with
                     // its begin_wait and leaves it alone until the wake (or a failed
                     // withdrawal, which does not touch it).
@@ -120,5 +120,33 @@ fn timed_out_wait_withdraws_cleanly() {
         if withdrawn {
             assert_ne!(woken.load(Ordering::Relaxed), 1, "withdrawn wait was woken");
         }
+    });
+}
+
+/// A handle dropped without a join (`detach`) and the coroutine's `finish`, in either
+/// order: exactly one of them owns the result ("a panic is never lost"), and a handle
+/// that owns it sees it.
+#[test]
+fn detach_and_finish_agree_on_one_owner() {
+    loom::model(|| {
+        let state = Arc::new(JoinState::new());
+        // Relaxed payload: `finish`'s Release and `detach`'s Acquire must order it.
+        let result = Arc::new(AtomicU64::new(0));
+        let co = {
+            let (state, result) = (state.clone(), result.clone());
+            thread::spawn(move || {
+                result.store(42, Ordering::Relaxed);
+                state.finish() == Finished::Detached
+            })
+        };
+        let handle_owns = state.detach();
+        if handle_owns {
+            assert_eq!(result.load(Ordering::Relaxed), 42, "result not visible");
+        }
+        let co_owns = co.join().unwrap();
+        assert!(
+            handle_owns != co_owns,
+            "handle {handle_owns}, coroutine {co_owns}"
+        );
     });
 }

@@ -69,9 +69,10 @@ impl WaitGroup {
 
     /// Adds one to the counter and runs `f` on a new coroutine, which counts it down
     /// when `f` returns or panics (Go 1.25's `WaitGroup.Go`: the `wg.Add(1); go func()
-    /// { defer wg.Done(); ... }()` idiom in one call). A panic in `f` unwinds its
-    /// coroutine only, as any coroutine's: the panic hook reports it, and `wait` returns
-    /// once the others are done too.
+    /// { defer wg.Done(); ... }()` idiom in one call). A panic in `f` ends the program,
+    /// as Go's `wg.Go` does: nobody holds the task's handle to join it (see
+    /// `JoinHandle`). With `GORO_DETACHED_PANIC=ignore` it is reported, the task counts
+    /// down all the same, and `wait` returns once the others are done too.
     ///
     /// ```
     /// use goro::sync::WaitGroup;
@@ -86,7 +87,6 @@ impl WaitGroup {
     ///         sum.fetch_add(i, Ordering::Relaxed);
     ///     });
     /// }
-    /// wg.go(|| panic!("counted down all the same"));
     /// wg.wait();
     /// assert_eq!(sum.load(Ordering::Relaxed), 10);
     /// ```

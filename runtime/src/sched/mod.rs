@@ -254,6 +254,8 @@ pub(crate) struct Runtime {
     pub(crate) max_threads: usize,
     /// `GORO_TOKIO_WORKERS` (see `bridge_support`).
     pub(crate) tokio_workers: usize,
+    /// `GORO_DETACHED_PANIC` (see `panics::unjoined_panic`).
+    pub(crate) detached_panic_exits: bool,
     /// `GORO_HOOKS`: whether the `hooks` feature parks coroutines (read by the hooks
     /// as a coroutine first reaches one).
     #[cfg(feature = "hooks")]
@@ -359,6 +361,7 @@ fn build(cfg: Config, usable: usize) -> Runtime {
         deadlock_check: cfg.deadlock_check,
         idle_m_exit: std::time::Duration::from_millis(cfg.idle_m_exit_ms),
         tokio_workers: cfg.tokio_workers,
+        detached_panic_exits: cfg.detached_panic_exits,
         max_threads: cfg.max_threads,
         #[cfg(feature = "hooks")]
         hooks: cfg.hooks,

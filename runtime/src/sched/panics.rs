@@ -115,3 +115,34 @@ fn report(
     }
     let _ = std::io::stderr().lock().write_all(out.as_bytes());
 }
+
+/// A coroutine's panic that no join will take (see "a panic is never lost" in
+/// `spawn.rs`): ends the program with exit status 2, as Go's unrecovered panic does,
+/// after the panic's own report (printed by the hook when it happened) and a line that
+/// says why; unless `GORO_DETACHED_PANIC=ignore`, which keeps std's rule for detached
+/// threads (the report only). `id` is the coroutine's, `why` what became of its handle.
+pub(crate) fn unjoined_panic(id: Option<u64>, why: &str) {
+    if !super::rt().detached_panic_exits {
+        return;
+    }
+    // One report and one `exit` (libc's is not safe to call from two threads at once):
+    // a second unjoined panic meanwhile waits for the first to end the process.
+    static ENDING: AtomicBool = AtomicBool::new(false);
+    // Relaxed: only one caller may pass; nothing is published through the flag.
+    if ENDING.swap(true, Ordering::Relaxed) {
+        loop {
+            std::thread::park();
+        }
+    }
+    let who = match id {
+        Some(id) => format!("coroutine {id}"),
+        None => String::from("a coroutine"),
+    };
+    let _ = writeln!(
+        std::io::stderr(),
+        "goro: {who} panicked and {why}: nobody can take its panic, so the program \
+         ends, as an unrecovered panic does in Go (GORO_DETACHED_PANIC=ignore keeps \
+         std's rule for detached threads)"
+    );
+    std::process::exit(2);
+}
