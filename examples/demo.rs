@@ -91,11 +91,11 @@ fn main() {
     );
     let (tx, rx) = std::sync::mpsc::channel();
     let deadline = Instant::now() + Duration::from_millis(5);
-    let _timer = goro::time::Timer::after_func(Duration::from_millis(5), move || {
+    let _timer = goro::time::after_func(Duration::from_millis(5), move || {
         let _ = tx.send(Instant::now().saturating_duration_since(deadline));
     });
     println!(
-        "Timer::after_func(5 ms) ran its function {:?} late",
+        "after_func(5 ms) ran its function {:?} late",
         rx.recv().unwrap()
     );
 

@@ -195,13 +195,26 @@ pub mod context {
     pub use goro_sync::context::*;
 }
 
-/// Sleeping and timers: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
-/// [`Timer`](time::Timer) (Go's `time.AfterFunc`) and [`Ticker`](time::Ticker). Go's
-/// `time.NewTimer`, a timer channel that can be stopped and reset, is
-/// [`chan::Timer`].
+/// Go's `time` package: [`sleep`](time::sleep), [`sleep_until`](time::sleep_until),
+/// [`after`](time::after) and [`tick`](time::tick) (channels that receive the time),
+/// [`Timer`](time::Timer) (Go's `NewTimer`: a channel timer that can be stopped and
+/// reset), [`Ticker`](time::Ticker), and [`after_func`](time::after_func) (Go's
+/// `AfterFunc`, whose timer is [`AfterFunc`](time::AfterFunc)). The channel timers are
+/// the same items as [`chan`]'s.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let t = goro::time::Timer::new(Duration::from_millis(1));
+/// t.recv();                                   // <-t.C
+/// assert!(!t.stop());                         // already fired
+/// let tick = goro::time::tick(Duration::from_millis(1));
+/// let _ = tick.recv();                        // <-time.Tick(d)
+/// let _ = goro::time::after(Duration::ZERO).recv(); // <-time.After(d)
+/// ```
 pub mod time {
-    pub use goro_runtime::time::{sleep, sleep_until, Timer};
-    pub use goro_sync::chan::Ticker;
+    pub use goro_runtime::time::{after_func, sleep, sleep_until, AfterFunc};
+    pub use goro_sync::chan::{after, tick, Ticker, Timer};
 }
 
 /// Channels: MPMC, buffered, rendezvous or [`unbounded`](chan::unbounded), for

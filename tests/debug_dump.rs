@@ -170,7 +170,7 @@ fn spawn_sites_name_the_callers_line() {
         });
         let (r, i) = (rx.clone(), ids_tx.clone());
         let l = line!() + 1;
-        let _timer = goro::time::Timer::after_func(Duration::ZERO, move || {
+        let _timer = goro::time::after_func(Duration::ZERO, move || {
             let _ = i.send((goro::current_id().unwrap(), l));
             let _ = r.recv();
         });

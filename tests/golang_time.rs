@@ -14,7 +14,7 @@
 //!
 //! - Every test body runs on a coroutine under a watchdog (`run`); Go's goroutines
 //!   are coroutines, `time.Sleep` is `goro::time::sleep`, `time.AfterFunc` is
-//!   `goro::time::Timer::after_func`, `<-t.C` is `t.recv()` or a receive from
+//!   `goro::time::after_func`, `<-t.C` is `t.recv()` or a receive from
 //!   `t.receiver()`.
 //! - Go runs several of these under `GODEBUG=asynctimerchan=0,1,2` (the pre-1.23
 //!   asynchronous channels and the 1.23 synchronous ones). goro has only the
@@ -182,10 +182,10 @@ fn after_stop() {
     run(|| {
         let mut errs = Vec::new();
         for _ in 0..5 {
-            let _noise = goro::time::Timer::after_func(ms(100), || {});
+            let _noise = goro::time::after_func(ms(100), || {});
             let t0 = Timer::new(ms(50));
             let (c1_tx, c1) = channel::<bool>(1);
-            let t1 = goro::time::Timer::after_func(ms(150), move || {
+            let t1 = goro::time::after_func(ms(150), move || {
                 let _ = c1_tx.try_send(true);
             });
             let c2 = after(ms(200));

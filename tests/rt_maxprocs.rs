@@ -94,7 +94,7 @@ fn set_maxprocs_changes_parallelism() {
             .map(|_| {
                 let fired = fired.clone();
                 goro::go!(move || {
-                    goro::time::Timer::after_func(Duration::from_millis(30), move || {
+                    goro::time::after_func(Duration::from_millis(30), move || {
                         fired.fetch_add(1, Ordering::SeqCst);
                     })
                 })

@@ -143,7 +143,7 @@ fn scenario_child() {
             println!("all done");
         }
         "after_func" => {
-            let _t = goro::time::Timer::after_func(Duration::from_millis(1), || {
+            let _t = goro::time::after_func(Duration::from_millis(1), || {
                 panic!("timer function failed")
             });
             goro::time::sleep(Duration::from_millis(300));

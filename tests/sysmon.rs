@@ -177,7 +177,7 @@ fn a_timer_at_the_end_of_time_does_not_stop_sysmon() {
         return;
     }
     with_timeout(T, || {
-        let _never = goro::time::Timer::after_func(Duration::MAX, || {});
+        let _never = goro::time::after_func(Duration::MAX, || {});
         // Every P idle and one timer pending: sysmon runs its idle backstop.
         goro::go!(|| ()).join().unwrap();
         std::thread::sleep(Duration::from_millis(100));

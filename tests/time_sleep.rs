@@ -163,8 +163,7 @@ fn huge_sleep_does_not_fire_or_delay_others() {
         }));
         let fired = Arc::new(AtomicBool::new(false));
         let f = fired.clone();
-        let _never =
-            goro::time::Timer::after_func(Duration::MAX, move || f.store(true, Ordering::SeqCst));
+        let _never = goro::time::after_func(Duration::MAX, move || f.store(true, Ordering::SeqCst));
         let took = goro::go!(|| {
             let t = Instant::now();
             goro::time::sleep(Duration::from_millis(25));

@@ -1,4 +1,4 @@
-//! `Timer::after_func`: firing, stop/reset return values in every state, timers from
+//! `after_func`: firing, stop/reset return values in every state, timers from
 //! plain threads, and timers of a P that is busy computing.
 
 mod common;
@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{busy, with_timeout};
-use goro::time::Timer;
+use goro::time::{after_func, AfterFunc};
 
 const T: Duration = Duration::from_secs(60);
 
@@ -39,7 +39,7 @@ fn after_func_fires_on_a_coroutine() {
         let on = Arc::new(Mutex::new(None));
         let o = on.clone();
         let t0 = Instant::now();
-        let _t = Timer::after_func(Duration::from_millis(5), move || {
+        let _t = after_func(Duration::from_millis(5), move || {
             *o.lock().unwrap() = Some((goro::current_id(), t0.elapsed()));
         });
         let start = Instant::now();
@@ -58,7 +58,7 @@ fn stop_and_reset_report_the_state() {
     with_timeout(T, || {
         // Pending.
         let (n, f) = counter();
-        let t = Timer::after_func(Duration::from_secs(3600), f);
+        let t = after_func(Duration::from_secs(3600), f);
         assert!(
             t.reset(Duration::from_secs(3600)),
             "reset of a pending timer"
@@ -79,7 +79,7 @@ fn stop_and_reset_report_the_state() {
         assert_eq!(n.load(Ordering::SeqCst), 2, "fired more often than armed");
         // Stopped before it fired: never fires.
         let (n2, f2) = counter();
-        let t2 = Timer::after_func(Duration::from_millis(10), f2);
+        let t2 = after_func(Duration::from_millis(10), f2);
         assert!(t2.stop());
         std::thread::sleep(Duration::from_millis(40));
         assert_eq!(n2.load(Ordering::SeqCst), 0);
@@ -98,7 +98,7 @@ fn stop_and_reset_from_coroutines_race_cleanly() {
                 let (fired, stopped) = (fired.clone(), stopped.clone());
                 goro::go!(move || {
                     let f = fired.clone();
-                    let t = Timer::after_func(Duration::from_micros(200), move || {
+                    let t = after_func(Duration::from_micros(200), move || {
                         f.fetch_add(1, Ordering::SeqCst);
                     });
                     busy(Duration::from_micros(150 + (i % 5) * 25));
@@ -133,13 +133,13 @@ fn timers_set_from_plain_threads_fire() {
             .map(|i| {
                 let n = n.clone();
                 std::thread::spawn(move || {
-                    Timer::after_func(Duration::from_millis(1 + i), move || {
+                    after_func(Duration::from_millis(1 + i), move || {
                         n.fetch_add(1, Ordering::SeqCst);
                     })
                 })
             })
             .collect();
-        let timers: Vec<Timer> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        let timers: Vec<AfterFunc> = hs.into_iter().map(|h| h.join().unwrap()).collect();
         wait_for(&n, 8);
         drop(timers);
     });
@@ -159,7 +159,7 @@ fn timer_of_a_busy_p_fires_on_another_p() {
         goro::go!(move || {
             let d = Duration::from_millis(10);
             let deadline = Instant::now() + d;
-            let _t = Timer::after_func(d, move || {
+            let _t = after_func(d, move || {
                 *l.lock().unwrap() = Some(Instant::now() - deadline);
             });
             busy(Duration::from_millis(200)); // holds this P, no yield
@@ -182,7 +182,26 @@ fn timer_of_a_busy_p_fires_on_another_p() {
 fn dropped_timer_still_fires() {
     with_timeout(T, || {
         let (n, f) = counter();
-        drop(Timer::after_func(Duration::from_millis(2), f));
+        drop(after_func(Duration::from_millis(2), f));
         wait_for(&n, 1);
+    });
+}
+
+/// `goro::time` is Go's `time` package: its channel timers are `goro::chan`'s very
+/// items (re-exports, not copies), and `after_func` makes an `AfterFunc`.
+#[test]
+fn time_is_gos_time_package() {
+    use std::any::TypeId;
+    with_timeout(Duration::from_secs(60), || {
+        assert_eq!(
+            TypeId::of::<goro::time::Timer>(),
+            TypeId::of::<goro::chan::Timer>()
+        );
+        let t: goro::chan::Timer = goro::time::Timer::new(Duration::ZERO);
+        t.recv();
+        let _: Instant = goro::time::after(Duration::ZERO).recv().unwrap();
+        let _: Instant = goro::time::tick(Duration::from_millis(1)).recv().unwrap();
+        let f: AfterFunc = goro::time::after_func(Duration::from_secs(60), || {});
+        assert!(f.stop());
     });
 }

@@ -1,6 +1,6 @@
 //! Ports of Go's timer benchmarks (`src/time/sleep_test.go`, names without `Benchmark`):
 //!
-//! - `AfterFunc/1000`: a chain of 1000 `Timer::after_func(0)`.
+//! - `AfterFunc/1000`: a chain of 1000 `after_func(0)`.
 //! - `Stop`: create a 1 s timer and stop it.
 //! - `Reset`: re-arm a pending 1 hour timer.
 //! - `Sleep`: `sleep(1 ns)`.
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{Bencher, Criterion};
 use goro::sync::WaitGroup;
-use goro::time::{sleep, Timer};
+use goro::time::{after_func, sleep, AfterFunc};
 use goro_bench::harness::run_bounded;
 use goro_bench::workloads::timers::all_at_once;
 
@@ -35,12 +35,12 @@ const BENCHES: [Bench; 4] = [
 
 /// Go's garbage timers: 1<<15 one-hour timers on each P's heap. Unlike Go: made once per
 /// benchmark, not per `b.N` run, by coroutines that all run at once (one per P).
-fn garbage_timers() -> Vec<Timer> {
+fn garbage_timers() -> Vec<AfterFunc> {
     let procs = goro::maxprocs();
     let batches = run_bounded(SAMPLE_TIMEOUT, "creating garbage timers", move || {
         all_at_once(procs, || {
             (0..1 << 15)
-                .map(|_| Timer::after_func(HOUR, || {}))
+                .map(|_| after_func(HOUR, || {}))
                 .collect::<Vec<_>>()
         })
     });
@@ -103,7 +103,7 @@ fn after_func_1000(n: u64) {
         // Relaxed: one link runs at a time (each is scheduled by the previous one).
         if chain.0.fetch_sub(1, Ordering::Relaxed) > 0 {
             let next = chain.clone();
-            Timer::after_func(Duration::ZERO, move || link(&next));
+            after_func(Duration::ZERO, move || link(&next));
         } else {
             chain.1.done();
         }
@@ -119,7 +119,7 @@ fn after_func_1000(n: u64) {
 /// Go uses `NewTimer` (a channel timer, which goro's API lacks); `after_func` allocates.
 fn stop(n: u64) {
     for _ in 0..n {
-        let stopped = Timer::after_func(Duration::from_secs(1), || {}).stop();
+        let stopped = after_func(Duration::from_secs(1), || {}).stop();
         assert!(
             stopped,
             "Stop: a 1 s timer was not pending right after creation"
@@ -129,7 +129,7 @@ fn stop(n: u64) {
 
 /// One timer per worker: `after_func`, where Go uses `NewTimer(Hour)`.
 fn reset(n: u64) {
-    let t = Timer::after_func(HOUR, || {});
+    let t = after_func(HOUR, || {});
     for _ in 0..n {
         black_box(t.reset(HOUR));
     }

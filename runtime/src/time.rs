@@ -106,24 +106,47 @@ fn sleep_when(when: i64) {
     park::park(WaitReason::Sleep);
 }
 
-/// A timer that runs a function on its own coroutine when it fires (Go's
-/// `time.AfterFunc`).
+/// The timer [`after_func`] makes: it runs a function on its own coroutine when it
+/// fires (Go's `time.AfterFunc`, whose `*Timer` this is; Go's `time.NewTimer`, a timer
+/// with a channel, is `goro::time::Timer`).
 ///
-/// Dropping the `Timer` does not stop it. [`stop`](Timer::stop) and
-/// [`reset`](Timer::reset) follow Go: each reports whether the timer was pending.
-pub struct Timer {
+/// Dropping it does not stop it. [`stop`](AfterFunc::stop) and
+/// [`reset`](AfterFunc::reset) follow Go: each reports whether the timer was pending.
+pub struct AfterFunc {
     raw: RawTimer,
 }
 
-impl Timer {
-    /// Calls `f` on a new coroutine once `d` has passed, and again each time the timer
-    /// is reset and fires. Firings never run `f` concurrently with itself: a firing
-    /// that finds the previous call still running waits for it.
-    #[track_caller]
-    pub fn after_func<F: FnMut() + Send + 'static>(d: Duration, f: F) -> Timer {
+/// Calls `f` on a new coroutine once `d` has passed, and again each time the timer is
+/// reset and fires (Go's `time.AfterFunc`). Firings never run `f` concurrently with
+/// itself: a firing that finds the previous call still running waits for it. A panic
+/// in `f` ends the program, as in Go (nobody joins a firing's coroutine).
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let fired = Arc::new(AtomicBool::new(false));
+/// let f = fired.clone();
+/// let t = goro::time::after_func(Duration::from_millis(1), move || f.store(true, Ordering::SeqCst));
+/// goro::time::sleep(Duration::from_millis(50));
+/// assert!(fired.load(Ordering::SeqCst));
+/// assert!(!t.stop(), "already fired");
+/// ```
+#[track_caller]
+pub fn after_func<F: FnMut() + Send + 'static>(d: Duration, f: F) -> AfterFunc {
+    AfterFunc::start(d, f, std::panic::Location::caller())
+}
+
+impl AfterFunc {
+    fn start<F: FnMut() + Send + 'static>(
+        d: Duration,
+        f: F,
+        at: &'static std::panic::Location<'static>,
+    ) -> AfterFunc {
         let f = Arc::new(Serial::new(f));
-        // Each firing's coroutine is attributed to this call (the dump's "created at").
-        let at = std::panic::Location::caller();
+        // Each firing's coroutine is attributed to the user's call (the dump's
+        // "created at").
         let raw = RawTimer::new(move || {
             let f = f.clone();
             // A spawn failure (no memory for a stack) cannot be reported to anyone
@@ -133,11 +156,11 @@ impl Timer {
                 .spawned_at(at)
                 .spawn(move || f.call());
             if let Err(e) = spawned {
-                eprintln!("goro: Timer::after_func: cannot start a coroutine for a firing: {e}");
+                eprintln!("goro: after_func: cannot start a coroutine for a firing: {e}");
             }
         });
         raw.reset(d);
-        Timer { raw }
+        AfterFunc { raw }
     }
 
     /// Stops the timer. Returns true if this call stopped a pending timer, false if it
@@ -153,9 +176,9 @@ impl Timer {
     }
 }
 
-impl fmt::Debug for Timer {
+impl fmt::Debug for AfterFunc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Timer").finish_non_exhaustive()
+        f.debug_struct("AfterFunc").finish_non_exhaustive()
     }
 }
 
@@ -167,7 +190,7 @@ impl fmt::Debug for Timer {
 /// with no lock held, on whichever P ran the timer.
 ///
 /// Hidden from the docs: goro-sync's channel timers and goro-bench's ticker need it
-/// from other crates, but users have [`Timer`] and the channel timers, whose callbacks
+/// from other crates, but users have [`AfterFunc`] and the channel timers, whose callbacks
 /// may block.
 #[doc(hidden)]
 pub struct RawTimer {

@@ -149,7 +149,7 @@ fn with_garbage_timers(workers: usize, f: impl FnOnce() -> Duration) -> Duration
         let garbage = garbage.clone();
         wg.go(move || {
             let mine: Vec<_> = (0..GARBAGE_PER_P)
-                .map(|_| goro::time::Timer::after_func(HOUR, || {}))
+                .map(|_| goro::time::after_func(HOUR, || {}))
                 .collect();
             garbage.lock().push(mine);
         });

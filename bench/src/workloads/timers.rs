@@ -10,7 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use goro::sync::WaitGroup;
-use goro::time::Timer;
+use goro::time::after_func;
 
 use super::{Measurement, Outcome};
 use crate::harness::{run_bounded, spin_until};
@@ -178,7 +178,7 @@ fn parallel_main(procs: usize) -> Lateness {
             let expected = Instant::now() + DELAY;
             let s = shared.clone();
             // Dropping a goro `Timer` does not stop it.
-            let _ = Timer::after_func(DELAY, move || {
+            let _ = after_func(DELAY, move || {
                 let (samples, fired, wg) = &*s;
                 samples.record(j, expected);
                 fired.fetch_add(1, Ordering::AcqRel);

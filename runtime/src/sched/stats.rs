@@ -98,7 +98,7 @@ pub struct CoroutineInfo {
     pub waiting_for: Option<Duration>,
     /// Where it was spawned: the `go!`, `spawn`, `Builder::spawn`, `Scope::spawn` or
     /// `JoinSet::spawn` call, or the goro call that spawned it on the program's behalf
-    /// (`WaitGroup::go`, `ErrGroup::go`, `Timer::after_func`, `Context::after_func`,
+    /// (`WaitGroup::go`, `ErrGroup::go`, `after_func`, `Context::after_func`,
     /// `signal::notify`, `Command::output`). `None` only for a coroutine the runtime
     /// makes for itself.
     pub spawned_at: Option<&'static std::panic::Location<'static>>,
