@@ -30,6 +30,7 @@ fn under_maxprocs_1_and_2() {
             "sigquit_dumps_when_nobody_subscribes",
             "sigquit_subscribed_suppresses_the_dump_until_stop",
             "stop_gives_the_default_action_back",
+            "notify_context_ends_the_context_and_stop_restores_the_default",
             "a_dropped_receiver_counts_as_stopped",
             "forbidden_signals_are_rejected",
         ],
@@ -205,8 +206,30 @@ fn forbidden_signals_are_rejected() {
         assert!(e.to_string().contains(name), "{raw}: {e}");
     }
     assert_eq!(Signal::new(libc::SIGINT).unwrap(), Signal::INT);
-    assert_eq!(Signal::INT.to_string(), "SIGINT");
+    assert_eq!(Signal::INT.name(), "SIGINT");
     assert_eq!(format!("{:?}", Signal::TERM), "Signal(SIGTERM)");
+    // Display is Go's text (`fmt.Println(sig)`), the C name a method.
+    for (sig, go) in [
+        (Signal::INT, "interrupt"),
+        (Signal::TERM, "terminated"),
+        (Signal::HUP, "hangup"),
+        (Signal::QUIT, "quit"),
+        (Signal::USR1, "user defined signal 1"),
+        (Signal::USR2, "user defined signal 2"),
+        (Signal::PIPE, "broken pipe"),
+        (Signal::CHLD, "child exited"),
+        (Signal::WINCH, "window changed"),
+    ] {
+        assert_eq!(sig.to_string(), go, "{}", sig.name());
+    }
+    let rt = Signal::new(libc::SIGRTMIN() + 1).unwrap();
+    assert_eq!(
+        (rt.name(), rt.to_string()),
+        (
+            "SIGRTMIN+1".to_string(),
+            format!("signal {}", libc::SIGRTMIN() + 1)
+        )
+    );
     assert_eq!(libc::c_int::from(Signal::HUP), libc::SIGHUP);
     let p = std::panic::catch_unwind(|| signal::notify(&[])).unwrap_err();
     assert!(goro::panic_message(&*p).contains("no signals given"));
@@ -272,6 +295,32 @@ fn scenario_child() {
             println!("stopped");
             raise(Signal::USR1);
         }
+        "notify_context" => {
+            // Go's signal.NotifyContext: the context ends on the signal; the second
+            // arrival is still caught until stop; after stop the default action kills.
+            let (ctx, stop) = signal::notify_context(&goro::context::background(), &[Signal::USR1]);
+            assert!(ctx.err().is_none());
+            raise(Signal::USR1);
+            assert!(
+                ctx.done().recv_timeout(COMES).is_err(),
+                "closed, not timed out"
+            );
+            assert_eq!(ctx.err(), Some(goro::context::Error::Canceled));
+            raise(Signal::USR1); // caught still: no default action yet
+            goro::time::sleep(Duration::from_millis(100));
+            println!("still alive");
+            stop.cancel();
+            println!("stopped");
+            raise(Signal::USR1);
+        }
+        "notify_context_stop_first" => {
+            // stop before any signal ends the context and the subscription.
+            let (ctx, stop) = signal::notify_context(&goro::context::background(), &[Signal::USR2]);
+            drop(stop); // dropping is stop too
+            assert_eq!(ctx.err(), Some(goro::context::Error::Canceled));
+            println!("stopped");
+            raise(Signal::USR2);
+        }
         "dropped_receiver" => {
             drop(signal::notify(&[Signal::TERM]));
             println!("dropped");
@@ -325,6 +374,15 @@ fn dies_of(name: &str, marker: &str, sig: libc::c_int) {
 #[test]
 fn stop_gives_the_default_action_back() {
     dies_of("stop_default", "stopped", libc::SIGUSR1);
+}
+
+/// Go's `signal.NotifyContext`: the signal ends the context; a second one is caught
+/// until `stop`, after which it kills as by default.
+#[test]
+fn notify_context_ends_the_context_and_stop_restores_the_default() {
+    dies_of("notify_context", "still alive", libc::SIGUSR1);
+    dies_of("notify_context", "stopped", libc::SIGUSR1);
+    dies_of("notify_context_stop_first", "stopped", libc::SIGUSR2);
 }
 
 #[test]

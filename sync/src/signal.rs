@@ -1,4 +1,5 @@
-//! Unix signals as channel values: [`notify`] (Go's `signal.Notify`), [`stop`].
+//! Unix signals as channel values: [`notify`] (Go's `signal.Notify`), [`stop`], and
+//! [`notify_context`] (Go's `signal.NotifyContext`).
 //!
 //! ```no_run
 //! use goro::signal::{self, Signal};
@@ -56,6 +57,7 @@ use goro_runtime::io::PollFd;
 use libc::c_int;
 
 use crate::chan::{channel, Receiver, Sender, TrySendError};
+use crate::context::{CancelFunc, Context};
 use crate::Mutex;
 
 /// A catchable signal: one of the constants, or any other number [`Signal::new`]
@@ -125,7 +127,7 @@ impl Signal {
     /// let e = Signal::new(libc::SIGKILL).unwrap_err();
     /// assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     /// assert!(e.to_string().contains("SIGKILL"));
-    /// assert_eq!(Signal::new(libc::SIGRTMIN() + 1).unwrap().to_string(), "SIGRTMIN+1");
+    /// assert_eq!(Signal::new(libc::SIGRTMIN() + 1).unwrap().name(), "SIGRTMIN+1");
     /// ```
     pub fn new(raw: c_int) -> io::Result<Signal> {
         let why = match raw {
@@ -146,7 +148,7 @@ impl Signal {
                 io::ErrorKind::InvalidInput,
                 format!(
                     "goro::signal: {} cannot be subscribed to: {why}",
-                    Signal(raw)
+                    Signal(raw).name()
                 ),
             )),
         }
@@ -161,7 +163,66 @@ impl Signal {
         1u64 << (self.0 - 1)
     }
 
-    fn name(self) -> Option<&'static str> {
+    /// The signal's C name: `SIGINT`, `SIGRTMIN+3`, or `signal 40` for a number with
+    /// no name. (`Display` prints Go's text instead: `interrupt`.)
+    ///
+    /// ```
+    /// use goro::signal::Signal;
+    ///
+    /// assert_eq!(Signal::INT.name(), "SIGINT");
+    /// assert_eq!(Signal::INT.to_string(), "interrupt");
+    /// assert_eq!(Signal::USR1.to_string(), "user defined signal 1");
+    /// ```
+    pub fn name(self) -> String {
+        match self.c_name() {
+            Some(n) => n.to_owned(),
+            None if self.0 >= libc::SIGRTMIN() && self.0 <= libc::SIGRTMAX() => {
+                format!("SIGRTMIN+{}", self.0 - libc::SIGRTMIN())
+            }
+            None => format!("signal {}", self.0),
+        }
+    }
+
+    /// Go's text for the signal (`syscall.Signal`'s `String` on Linux), which
+    /// `Display` prints; None for a number Go has no text for (it prints `signal N`).
+    fn go_text(self) -> Option<&'static str> {
+        Some(match self.0 {
+            libc::SIGHUP => "hangup",
+            libc::SIGINT => "interrupt",
+            libc::SIGQUIT => "quit",
+            libc::SIGILL => "illegal instruction",
+            libc::SIGTRAP => "trace/breakpoint trap",
+            libc::SIGABRT => "aborted",
+            libc::SIGBUS => "bus error",
+            libc::SIGFPE => "floating point exception",
+            libc::SIGKILL => "killed",
+            libc::SIGUSR1 => "user defined signal 1",
+            libc::SIGSEGV => "segmentation fault",
+            libc::SIGUSR2 => "user defined signal 2",
+            libc::SIGPIPE => "broken pipe",
+            libc::SIGALRM => "alarm clock",
+            libc::SIGTERM => "terminated",
+            libc::SIGSTKFLT => "stack fault",
+            libc::SIGCHLD => "child exited",
+            libc::SIGCONT => "continued",
+            libc::SIGSTOP => "stopped (signal)",
+            libc::SIGTSTP => "stopped",
+            libc::SIGTTIN => "stopped (tty input)",
+            libc::SIGTTOU => "stopped (tty output)",
+            libc::SIGURG => "urgent I/O condition",
+            libc::SIGXCPU => "CPU time limit exceeded",
+            libc::SIGXFSZ => "file size limit exceeded",
+            libc::SIGVTALRM => "virtual timer expired",
+            libc::SIGPROF => "profiling timer expired",
+            libc::SIGWINCH => "window changed",
+            libc::SIGIO => "I/O possible",
+            libc::SIGPWR => "power failure",
+            libc::SIGSYS => "bad system call",
+            _ => return None,
+        })
+    }
+
+    fn c_name(self) -> Option<&'static str> {
         Some(match self.0 {
             libc::SIGHUP => "SIGHUP",
             libc::SIGINT => "SIGINT",
@@ -216,13 +277,12 @@ enum Action {
 }
 
 impl fmt::Display for Signal {
-    /// `SIGINT`, `SIGRTMIN+3`, or `signal 40` for a number with no name.
+    /// Go's text, as `fmt.Println(sig)` prints it: `interrupt`, `terminated`,
+    /// `hangup`, `user defined signal 1`; `signal 40` for a number Go has no text for
+    /// (the real-time signals). [`Signal::name`] gives `SIGINT`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.name() {
-            Some(n) => f.write_str(n),
-            None if self.0 >= libc::SIGRTMIN() && self.0 <= libc::SIGRTMAX() => {
-                write!(f, "SIGRTMIN+{}", self.0 - libc::SIGRTMIN())
-            }
+        match self.go_text() {
+            Some(t) => f.write_str(t),
             None => write!(f, "signal {}", self.0),
         }
     }
@@ -230,7 +290,7 @@ impl fmt::Display for Signal {
 
 impl fmt::Debug for Signal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Signal({self})")
+        write!(f, "Signal({})", self.name())
     }
 }
 
@@ -310,6 +370,58 @@ pub fn notify_with(tx: &Sender<Signal>, signals: &[Signal]) {
 /// ```
 pub fn stop(rx: &Receiver<Signal>) {
     unsubscribe(rx.chan_id());
+}
+
+/// A context that is cancelled when one of `signals` arrives (Go's
+/// `signal.NotifyContext`), and its `CancelFunc`, Go's `stop`: calling it (or dropping
+/// it) cancels the context and ends the subscription at once, so the signals get their
+/// default action back (see "stopping"). Until then a signal arriving again is caught,
+/// not acted on: call `stop` once the program has begun to shut down, so a second
+/// Ctrl-C kills it, as Go's documentation advises.
+///
+/// ```no_run
+/// use goro::context::background;
+/// use goro::signal::{self, Signal};
+///
+/// let (ctx, stop) = signal::notify_context(&background(), &[Signal::INT, Signal::TERM]);
+/// // ... serve until the context ends ...
+/// ctx.done().recv().ok();
+/// stop.cancel(); // a second Ctrl-C now terminates
+/// ```
+///
+/// # Panics
+///
+/// As [`notify`]: with no signals.
+#[track_caller]
+pub fn notify_context(parent: &Context, signals: &[Signal]) -> (Context, CancelFunc) {
+    let (ctx, cancel) = parent.with_cancel();
+    let (tx, rx) = channel::<Signal>(1);
+    notify_with(&tx, signals);
+    let (watched, done, signalled) = (ctx.clone(), ctx.done(), rx.clone());
+    // Cancels the context when a signal comes. It holds the context, not the
+    // CancelFunc (whose drop would cancel): a signal cancels through the context's
+    // own node, which `cancel_for_signal` reaches.
+    let watcher = goro_runtime::Builder::new()
+        .name("signal.NotifyContext")
+        .spawned_at(std::panic::Location::caller())
+        .spawn(move || {
+            crate::select! {
+                recv(signalled) -> s => if s.is_ok() { watched.cancel_for_signal() },
+                recv(done) -> _ => {},
+            }
+        });
+    if let Err(e) = watcher {
+        panic!("goro::signal::notify_context: cannot start its coroutine: {e}");
+    }
+    // The stop keeps a receiver: a channel whose receivers are all gone counts as
+    // unsubscribed at the next signal, which would then kill before `stop`.
+    (
+        ctx,
+        cancel.with_also(move || {
+            stop_sender(&tx);
+            let _ = &rx;
+        }),
+    )
 }
 
 /// [`stop`] for a channel given by its sending end (one passed to [`notify_with`]).
@@ -519,7 +631,10 @@ fn subscribe(tx: Sender<Signal>, signals: &[Signal]) {
         // SAFETY: `on_signal` is async-signal-safe (see it) and never panics.
         let r = unsafe { signal_hook_registry::register(sig.0, move || on_signal(sig)) };
         if let Err(e) = r {
-            panic!("goro::signal: cannot install a handler for {sig}: {e}");
+            panic!(
+                "goro::signal: cannot install a handler for {}: {e}",
+                sig.name()
+            );
         }
         st.registered |= sig.bit();
     }

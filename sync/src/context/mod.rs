@@ -67,6 +67,7 @@ use std::any::{Any, TypeId};
 use std::fmt;
 use std::io;
 use std::net::ToSocketAddrs;
+use std::panic::{RefUnwindSafe, UnwindSafe};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
@@ -220,7 +221,7 @@ impl Context {
             canceller: Some(node.clone()),
             values: self.values.clone(),
         };
-        (ctx, CancelFunc { node })
+        (ctx, CancelFunc { node, also: None })
     }
 
     /// A channel that is closed once the context is done (cancelled, or its deadline
@@ -279,6 +280,15 @@ impl Context {
         AfterFunc {
             entry,
             node: self.canceller.as_ref().map(Arc::downgrade),
+        }
+    }
+
+    /// Cancels this context (made by `with_cancel`: its own canceller) as a signal
+    /// does, for `signal::notify_context`'s watcher, which holds the context and not
+    /// its `CancelFunc`.
+    pub(crate) fn cancel_for_signal(&self) {
+        if let Some(node) = &self.canceller {
+            node.cancel(Error::Canceled);
         }
     }
 
@@ -378,14 +388,29 @@ impl fmt::Debug for Context {
 #[must_use = "dropping a CancelFunc cancels its context: bind it (`let (ctx, _cancel) = ...`) for as long as the context should live"]
 pub struct CancelFunc {
     node: Arc<Canceller>,
+    /// Run after each `cancel` (idempotent): `signal::notify_context`'s unsubscription,
+    /// which Go's `stop` does at once, not on a coroutine later.
+    also: Option<Box<dyn Fn() + Send + Sync + UnwindSafe + RefUnwindSafe>>,
 }
 
 impl CancelFunc {
+    /// This `CancelFunc`, made to run `also` after each cancel (and its drop).
+    pub(crate) fn with_also(
+        mut self,
+        also: impl Fn() + Send + Sync + UnwindSafe + RefUnwindSafe + 'static,
+    ) -> CancelFunc {
+        self.also = Some(Box::new(also));
+        self
+    }
+
     /// Cancels the context and its descendants with [`Error::Canceled`], unless it is
     /// done already; when this returns, all their `done` channels are closed. Their
     /// `after_func`s are started, each on its own coroutine (not waited for).
     pub fn cancel(&self) {
         self.node.cancel(Error::Canceled);
+        if let Some(also) = &self.also {
+            also();
+        }
     }
 }
 
