@@ -30,9 +30,8 @@
 // - TestWithValueChecksKey — not needed: keys are types, so a nil or incomparable key
 //   cannot be written.
 // - TestInvalidDerivedFail — not needed: there is no nil parent to derive from.
-// - TestCause, TestCauseRace, TestCustomContextCause, the cause halves of
-//   TestWithCancelCanceledParent and TestWithCancelSimultaneouslyCanceledParent —
-//   missing API: no `WithCancelCause` / `Cause` (the error is one of the two kinds).
+// - TestCustomContextCause — not needed: no user-defined Context types (TestCause and
+//   TestCauseRace are ported below, as `cause` and `cause_race`).
 // - TestCustomContextPropagation — not needed: no user-defined Context types. Its
 //   companion TestCustomContextGoroutines is ported as the check that propagation
 //   needs no coroutine at all.
@@ -848,6 +847,268 @@ fn woken_by_done_err_is_set() {
             wg.wait();
             assert_eq!(seen.load(Ordering::SeqCst), 4);
             assert_eq!(thread.join().unwrap(), Some(Error::Canceled));
+        }
+    });
+}
+
+/// What `Context::cause` says, for comparing with Go's expectations: `None`, the
+/// context error it is (`Canceled`, `DeadlineExceeded`), or another error's text.
+fn cause_of(ctx: &Context) -> Option<String> {
+    ctx.cause().map(|c| match (*c).downcast_ref::<Error>() {
+        Some(e) => format!("{e:?}"),
+        None => c.to_string(),
+    })
+}
+
+/// Go: TestCause (x_test.go), every case of its table, in order.
+#[test]
+fn cause() {
+    run(|| {
+        let forever = Duration::from_secs(1_000_000);
+        type Case = (
+            &'static str,
+            Box<dyn Fn() -> (Context, Vec<Box<dyn std::any::Any>>)>,
+            Option<Error>,
+            Option<&'static str>,
+        );
+        let keep = |v: Vec<Box<dyn std::any::Any>>| v;
+        let cases: Vec<Case> = vec![
+            (
+                "Background",
+                Box::new(move || (context::background(), keep(vec![]))),
+                None,
+                None,
+            ),
+            (
+                "WithCancel",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_cancel();
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::Canceled),
+                Some("Canceled"),
+            ),
+            (
+                "WithCancelCause",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_cancel_cause();
+                    cancel.cancel("parentCause");
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::Canceled),
+                Some("parentCause"),
+            ),
+            (
+                "WithCancelCause: parent cause before child",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel_cause();
+                    let (ctx, cancel_child) = ctx.with_cancel_cause();
+                    cancel_parent.cancel("parentCause");
+                    cancel_child.cancel("childCause");
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("parentCause"),
+            ),
+            (
+                "WithCancelCause: parent cause after child",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel_cause();
+                    let (ctx, cancel_child) = ctx.with_cancel_cause();
+                    cancel_child.cancel("childCause");
+                    cancel_parent.cancel("parentCause");
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("childCause"),
+            ),
+            (
+                "WithCancelCause: parent cause before nil",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel_cause();
+                    let (ctx, cancel_child) = ctx.with_cancel();
+                    cancel_parent.cancel("parentCause");
+                    cancel_child.cancel();
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("parentCause"),
+            ),
+            (
+                "WithCancelCause: parent cause after nil",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel_cause();
+                    let (ctx, cancel_child) = ctx.with_cancel();
+                    cancel_child.cancel();
+                    cancel_parent.cancel("parentCause");
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("Canceled"),
+            ),
+            (
+                "WithCancelCause: child cause after nil",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel();
+                    let (ctx, cancel_child) = ctx.with_cancel_cause();
+                    cancel_parent.cancel();
+                    cancel_child.cancel("childCause");
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("Canceled"),
+            ),
+            (
+                "WithCancelCause: child cause before nil",
+                Box::new(move || {
+                    let (ctx, cancel_parent) = context::background().with_cancel();
+                    let (ctx, cancel_child) = ctx.with_cancel_cause();
+                    cancel_child.cancel("childCause");
+                    cancel_parent.cancel();
+                    (
+                        ctx,
+                        keep(vec![Box::new(cancel_parent), Box::new(cancel_child)]),
+                    )
+                }),
+                Some(Error::Canceled),
+                Some("childCause"),
+            ),
+            (
+                "WithTimeout",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_timeout(Duration::ZERO);
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::DeadlineExceeded),
+                Some("DeadlineExceeded"),
+            ),
+            (
+                "WithTimeout canceled",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_timeout(forever);
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::Canceled),
+                Some("Canceled"),
+            ),
+            (
+                "WithTimeoutCause",
+                Box::new(move || {
+                    let (ctx, cancel) =
+                        context::background().with_timeout_cause(Duration::ZERO, "tooSlow");
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::DeadlineExceeded),
+                Some("tooSlow"),
+            ),
+            (
+                "WithTimeoutCause canceled",
+                Box::new(move || {
+                    let (ctx, cancel) =
+                        context::background().with_timeout_cause(forever, "tooSlow");
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                Some(Error::Canceled),
+                Some("Canceled"),
+            ),
+            (
+                "WithTimeoutCause stacked",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_cancel_cause();
+                    let (ctx, c2) = ctx.with_timeout_cause(Duration::ZERO, "tooSlow");
+                    cancel.cancel("finishedEarly");
+                    (ctx, keep(vec![Box::new(cancel), Box::new(c2)]))
+                }),
+                Some(Error::DeadlineExceeded),
+                Some("tooSlow"),
+            ),
+            (
+                "WithTimeoutCause stacked canceled",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_cancel_cause();
+                    let (ctx, c2) = ctx.with_timeout_cause(forever, "tooSlow");
+                    cancel.cancel("finishedEarly");
+                    (ctx, keep(vec![Box::new(cancel), Box::new(c2)]))
+                }),
+                Some(Error::Canceled),
+                Some("finishedEarly"),
+            ),
+            (
+                "WithoutCancel",
+                Box::new(move || (context::background().without_cancel(), keep(vec![]))),
+                None,
+                None,
+            ),
+            (
+                "WithoutCancel canceled",
+                Box::new(move || {
+                    let (ctx, cancel) = context::background().with_cancel_cause();
+                    let ctx = ctx.without_cancel();
+                    cancel.cancel("finishedEarly");
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                None,
+                None,
+            ),
+            (
+                "WithoutCancel timeout",
+                Box::new(move || {
+                    let (ctx, cancel) =
+                        context::background().with_timeout_cause(Duration::ZERO, "tooSlow");
+                    let ctx = ctx.without_cancel();
+                    cancel.cancel();
+                    (ctx, keep(vec![Box::new(cancel)]))
+                }),
+                None,
+                None,
+            ),
+        ];
+        for (name, make, err, cause) in cases {
+            let (ctx, _keep) = make();
+            assert_eq!(ctx.err(), err, "{name}: err");
+            assert_eq!(cause_of(&ctx).as_deref(), cause, "{name}: cause");
+        }
+    });
+}
+
+/// Go: TestCauseRace. A cause set on another coroutine is seen whole by a poll of
+/// `cause()` (not only after waiting on `done()`).
+#[test]
+fn cause_race() {
+    run(|| {
+        for _ in 0..100 {
+            let (ctx, cancel) = context::background().with_cancel_cause();
+            let h = go!(move || cancel.cancel("TestCauseRace"));
+            let deadline = Instant::now() + QUIESCENT;
+            loop {
+                if let Some(c) = ctx.cause() {
+                    assert_eq!(c.to_string(), "TestCauseRace");
+                    break;
+                }
+                assert!(Instant::now() < deadline, "no cause seen");
+                goro::yield_now();
+            }
+            h.join().unwrap();
         }
     });
 }

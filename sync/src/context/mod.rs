@@ -74,7 +74,7 @@ use std::time::{Duration, Instant};
 use goro_runtime::net::TcpStream;
 
 use crate::chan::{never, Receiver};
-use tree::{AfterEntry, Canceller};
+use tree::{AfterEntry, Canceller, Cause};
 
 /// Why a context is done (Go's `context.Canceled` and `context.DeadlineExceeded`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -183,7 +183,37 @@ impl Context {
     /// ```
     #[must_use = "dropping the CancelFunc cancels the context at once"]
     pub fn with_cancel(&self) -> (Context, CancelFunc) {
-        self.child(None)
+        self.child(None, None)
+    }
+
+    /// Like [`with_cancel`](Self::with_cancel), with a [`CancelCauseFunc`] that cancels
+    /// with a cause (Go 1.20's `WithCancelCause`): `err()` says `Canceled`, and
+    /// [`cause`](Self::cause) gives the cause, here and in every descendant the cancel
+    /// reaches.
+    ///
+    /// ```
+    /// use goro::context::{background, Error};
+    ///
+    /// let (ctx, cancel) = background().with_cancel_cause();
+    /// let (child, _c) = ctx.with_cancel();
+    /// cancel.cancel("the client went away");
+    /// assert_eq!(child.err(), Some(Error::Canceled));
+    /// assert_eq!(child.cause().unwrap().to_string(), "the client went away");
+    /// ```
+    #[must_use = "dropping the CancelCauseFunc cancels the context at once"]
+    pub fn with_cancel_cause(&self) -> (Context, CancelCauseFunc) {
+        let (ctx, cancel) = self.child(None, None);
+        (ctx, CancelCauseFunc { cancel })
+    }
+
+    /// Why the context is done, as an error (Go's `context.Cause`): the cause given to
+    /// a [`CancelCauseFunc`] or a `*_cause` deadline, its own or the ancestor's whose
+    /// cancel reached it; without one, [`err`](Self::err) as an error. `None` while the
+    /// context is not done.
+    pub fn cause(&self) -> Option<Arc<dyn std::error::Error + Send + Sync>> {
+        let node = self.canceller.as_ref()?;
+        let err = node.err()?;
+        Some(node.cause().unwrap_or_else(|| Arc::new(err)))
     }
 
     /// A child that is also done, with [`Error::DeadlineExceeded`], at `deadline` (Go's
@@ -193,10 +223,50 @@ impl Context {
     /// practice (the runtime clock pins it, never wraps it).
     #[must_use = "dropping the CancelFunc cancels the context at once"]
     pub fn with_deadline(&self, deadline: Instant) -> (Context, CancelFunc) {
-        if self.deadline().is_some_and(|d| d <= deadline) {
-            return self.child(None);
+        self.deadline_child(deadline, None)
+    }
+
+    /// [`with_deadline`](Self::with_deadline) whose deadline, when it passes, gives
+    /// `cause` as the [`cause`](Self::cause) (Go 1.21's `WithDeadlineCause`); the
+    /// `CancelFunc` cancels with no cause, as Go's.
+    #[must_use = "dropping the CancelFunc cancels the context at once"]
+    pub fn with_deadline_cause(
+        &self,
+        deadline: Instant,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> (Context, CancelFunc) {
+        self.deadline_child(deadline, Some(Arc::from(cause.into())))
+    }
+
+    /// [`with_timeout`](Self::with_timeout) with a deadline cause (Go 1.21's
+    /// `WithTimeoutCause`; see [`with_deadline_cause`](Self::with_deadline_cause)).
+    ///
+    /// ```
+    /// use goro::context::{background, Error};
+    /// use std::time::Duration;
+    ///
+    /// let (ctx, _cancel) = background().with_timeout_cause(Duration::ZERO, "too slow");
+    /// assert_eq!(ctx.err(), Some(Error::DeadlineExceeded));
+    /// assert_eq!(ctx.cause().unwrap().to_string(), "too slow");
+    /// ```
+    #[must_use = "dropping the CancelFunc cancels the context at once"]
+    pub fn with_timeout_cause(
+        &self,
+        timeout: Duration,
+        cause: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> (Context, CancelFunc) {
+        match Instant::now().checked_add(timeout) {
+            Some(deadline) => self.with_deadline_cause(deadline, cause),
+            None => self.child(None, None),
         }
-        self.child(Some(deadline))
+    }
+
+    /// A child with its own deadline, unless this context's comes first.
+    fn deadline_child(&self, deadline: Instant, cause: Option<Cause>) -> (Context, CancelFunc) {
+        if self.deadline().is_some_and(|d| d <= deadline) {
+            return self.child(None, None);
+        }
+        self.child(Some(deadline), cause)
     }
 
     /// [`with_deadline`](Self::with_deadline) of now + `timeout` (Go's `WithTimeout`).
@@ -206,17 +276,18 @@ impl Context {
     pub fn with_timeout(&self, timeout: Duration) -> (Context, CancelFunc) {
         match Instant::now().checked_add(timeout) {
             Some(deadline) => self.with_deadline(deadline),
-            None => self.child(None),
+            None => self.child(None, None),
         }
     }
 
-    /// A child cancellable node with its own deadline `own` (armed as a timer).
-    fn child(&self, own: Option<Instant>) -> (Context, CancelFunc) {
+    /// A child cancellable node with its own deadline `own` (armed as a timer), whose
+    /// passing gives `cause`.
+    fn child(&self, own: Option<Instant>, cause: Option<Cause>) -> (Context, CancelFunc) {
         let deadline = match (own, self.deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let node = Canceller::new(self.canceller.as_ref(), deadline, own);
+        let node = Canceller::new(self.canceller.as_ref(), deadline, own, cause);
         let ctx = Context {
             canceller: Some(node.clone()),
             values: self.values.clone(),
@@ -288,7 +359,7 @@ impl Context {
     /// its `CancelFunc`.
     pub(crate) fn cancel_for_signal(&self) {
         if let Some(node) = &self.canceller {
-            node.cancel(Error::Canceled);
+            node.cancel(Error::Canceled, None);
         }
     }
 
@@ -407,7 +478,7 @@ impl CancelFunc {
     /// done already; when this returns, all their `done` channels are closed. Their
     /// `after_func`s are started, each on its own coroutine (not waited for).
     pub fn cancel(&self) {
-        self.node.cancel(Error::Canceled);
+        self.node.cancel(Error::Canceled, None);
         if let Some(also) = &self.also {
             also();
         }
@@ -424,6 +495,34 @@ impl fmt::Debug for CancelFunc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CancelFunc")
             .field("err", &self.node.err())
+            .finish()
+    }
+}
+
+/// Cancels the context that came with it, with a cause (Go 1.20's
+/// `context.CancelCauseFunc`; see [`Context::with_cancel_cause`]). As a
+/// [`CancelFunc`], dropping it cancels too (with no cause: `cause()` is then
+/// `Canceled`).
+#[must_use = "dropping a CancelCauseFunc cancels its context"]
+pub struct CancelCauseFunc {
+    cancel: CancelFunc,
+}
+
+impl CancelCauseFunc {
+    /// Cancels the context and its descendants with [`Error::Canceled`] and `cause`
+    /// (what [`Context::cause`] gives), unless it is done already: then nothing
+    /// changes, the first cause stays.
+    pub fn cancel(&self, cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) {
+        self.cancel
+            .node
+            .cancel(Error::Canceled, Some(Arc::from(cause.into())));
+    }
+}
+
+impl fmt::Debug for CancelCauseFunc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CancelCauseFunc")
+            .field("err", &self.cancel.node.err())
             .finish()
     }
 }

@@ -46,7 +46,7 @@
 
 use std::mem;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::Instant;
 
 use goro_runtime::time::RawTimer;
@@ -217,7 +217,24 @@ pub(super) struct Canceller {
     inner: Mutex<Inner>,
     /// See [`Slotted`]; under the parent's lock.
     slot: AtomicUsize,
+    /// The cause it was cancelled with, if one was given (its own `CancelCauseFunc`,
+    /// its deadline's cause, or inherited from the ancestor whose cancel reached it).
+    /// Set once, under `inner`'s lock by `cancel_one`, before the state's Release store;
+    /// read after `err` saw the final state (Acquire), so a cause set is seen.
+    cause: OnceLock<Cause>,
+    /// The cause a deadline cancel gives (`with_deadline_cause`). Immutable.
+    deadline_cause: Option<Cause>,
 }
+
+// A cause is a `dyn Error`, which need not be `RefUnwindSafe`; the node stays so (as
+// a `Context`, and what holds one, such as `ErrGroup`, are): the cause is written
+// once, whole, under the lock (a `OnceLock`), and only read after, so a panic cannot
+// leave it half-changed for a `catch_unwind` to observe.
+impl std::panic::RefUnwindSafe for Canceller {}
+impl std::panic::UnwindSafe for Canceller {}
+
+/// A cancellation cause (Go 1.20's `context.Cause`).
+pub(super) type Cause = Arc<dyn std::error::Error + Send + Sync>;
 
 impl Slotted for Canceller {
     fn slot(&self) -> &AtomicUsize {
@@ -241,6 +258,7 @@ impl Canceller {
         parent: Option<&Arc<Canceller>>,
         deadline: Option<Instant>,
         timer_at: Option<Instant>,
+        deadline_cause: Option<Cause>,
     ) -> Arc<Canceller> {
         let node = Arc::new_cyclic(|me: &Weak<Canceller>| {
             let me = me.clone();
@@ -257,12 +275,15 @@ impl Canceller {
                         // (and a cancelled one has stopped it).
                         RawTimer::new(move || {
                             if let Some(node) = me.upgrade() {
-                                node.cancel(Error::DeadlineExceeded);
+                                let cause = node.deadline_cause.clone();
+                                node.cancel(Error::DeadlineExceeded, cause);
                             }
                         })
                     }),
                 }),
                 slot: AtomicUsize::new(NOT_LINKED),
+                cause: OnceLock::new(),
+                deadline_cause,
             }
         });
         if let Some(p) = parent {
@@ -273,13 +294,13 @@ impl Canceller {
                 LIVE => pi.children.push(node.clone()),
                 done => {
                     drop(pi);
-                    node.cancel(decode(done)); // born done
+                    node.cancel(decode(done), p.cause()); // born done
                 }
             }
         }
         if let Some(at) = timer_at {
             if at <= Instant::now() {
-                node.cancel(Error::DeadlineExceeded);
+                node.cancel(Error::DeadlineExceeded, node.deadline_cause.clone());
             } else if let Some(t) = &node.lock().timer {
                 // Armed under the lock, so that a cancel (which takes the timer under
                 // it) cannot miss a timer armed after it looked.
@@ -311,6 +332,11 @@ impl Canceller {
             }
             s => Some(decode(s)),
         }
+    }
+
+    /// The cause given with the cancel, if any; read only once `err` is `Some`.
+    pub(super) fn cause(&self) -> Option<Cause> {
+        self.cause.get().cloned()
     }
 
     /// The done channel (made now if this is the first call; closed at once if the
@@ -352,12 +378,14 @@ impl Canceller {
 
     /// Cancels this node and its subtree with `err` (see "the cancel protocol"). A
     /// node that is done already is left as it is.
-    pub(super) fn cancel(self: &Arc<Self>, err: Error) {
+    /// `cause`, if given, is the subtree's cause (Go: a child's cancel by its parent
+    /// passes the parent's cause on).
+    pub(super) fn cancel(self: &Arc<Self>, err: Error, cause: Option<Cause>) {
         // Relaxed: a hint; `cancel_one` decides under the lock.
         if self.state.load(Ordering::Relaxed) != LIVE {
             return;
         }
-        let Some(taken) = self.cancel_one(err) else {
+        let Some(taken) = self.cancel_one(err, &cause) else {
             return;
         };
         if let Some(p) = &self.parent {
@@ -365,7 +393,7 @@ impl Canceller {
         }
         let mut work = taken.finish();
         while let Some(child) = work.pop() {
-            if let Some(t) = child.cancel_one(err) {
+            if let Some(t) = child.cancel_one(err, &cause) {
                 let more = t.finish();
                 if work.is_empty() {
                     work = more;
@@ -377,11 +405,15 @@ impl Canceller {
     }
 
     /// This node's part of a cancel, under its lock; `None` if it was done already.
-    fn cancel_one(&self, err: Error) -> Option<Taken> {
+    fn cancel_one(&self, err: Error, cause: &Option<Cause>) -> Option<Taken> {
         let mut inner = self.lock();
         // Relaxed: under the lock.
         if self.state.load(Ordering::Relaxed) != LIVE {
             return None;
+        }
+        if let Some(c) = cause {
+            // First and only set: the state is LIVE under the lock.
+            let _ = self.cause.set(c.clone());
         }
         let code = encode(err);
         // Release (both): pair with `err`'s Acquire; the first publishes the error
