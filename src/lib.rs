@@ -218,7 +218,9 @@ pub mod time {
 }
 
 /// Channels: MPMC, buffered, rendezvous or [`unbounded`](chan::unbounded), for
-/// coroutines and threads in any mix; the timer channels [`after`](chan::after),
+/// coroutines and threads in any mix, in two shapes: [`Chan`](chan::Chan), Go's
+/// `chan T` (one handle, closed only by `close`), and [`channel`](chan::channel)'s
+/// `Sender`/`Receiver` (closed when the last `Sender` or `Receiver` goes); the timer channels [`after`](chan::after),
 /// [`at`](chan::at), [`tick`](chan::tick) and [`Timer`](chan::Timer) (Go's
 /// `time.NewTimer`); Go's nil channels, [`never`](chan::never) for a receive and
 /// [`never_sender`](chan::never_sender) for a send. See [`select!`] to wait on several
@@ -227,10 +229,11 @@ pub mod time {
 pub mod chan {
     #[doc(hidden)]
     pub use goro_sync::chan::__private;
+    pub use goro_sync::chan::GoChan as Chan;
     pub use goro_sync::chan::{
-        after, at, channel, never, never_sender, tick, unbounded, IntoIter, Iter, Receiver,
-        RecvError, RecvFuture, RecvTimeoutError, SendError, SendFuture, SendTimeoutError, Sender,
-        Timer, TryIter, TryRecvError, TrySendError,
+        after, at, channel, never, never_sender, tick, unbounded, ChanIter, IntoIter, Iter,
+        Receiver, RecvError, RecvFuture, RecvTimeoutError, SendError, SendFuture, SendTimeoutError,
+        Sender, Timer, TryIter, TryRecvError, TrySendError,
     };
 }
 

@@ -616,6 +616,23 @@ fn deadlock_reported_with_no_coroutine_at_all() {
     );
 }
 
+/// A `Chan` (Go's `chan T`) is never closed by a drop: coroutines left waiting on
+/// one that nobody else holds, beside a main that waits for them, are a deadlock the
+/// check reports, as Go's runtime does (with Rust's ends, the last drop would have
+/// closed the channel and woken them).
+#[test]
+fn deadlock_reported_on_a_chan_nobody_else_holds() {
+    for procs in ["1", "2"] {
+        let o = run_scenario("chan_nobody_holds", &[("GORO_MAXPROCS", procs)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+        assert!(
+            err.contains("all coroutines are asleep - deadlock!"),
+            "{err}"
+        );
+    }
+}
+
 /// A plain thread goro has never seen may still wake the main thread: while it
 /// computes, sleeps or reads, there is no deadlock, coroutine or not.
 #[test]
@@ -787,6 +804,20 @@ fn scenario_child() {
             let (tx, _rx) = goro::chan::channel::<i32>(0);
             tx.send(1).unwrap(); // nobody will ever receive
             unreachable!("a rendezvous send with no receiver completed");
+        }
+        "chan_nobody_holds" => {
+            let ch = goro::chan::Chan::<u32>::new(0);
+            let workers: Vec<_> = (0..3)
+                .map(|_| {
+                    let ch = ch.clone();
+                    goro::go!(move || ch.recv())
+                })
+                .collect();
+            drop(ch); // only the waiting workers hold it now
+            for w in workers {
+                let _ = w.join();
+            }
+            unreachable!("nobody sends or closes");
         }
         "main_alone_timed_wait" => {
             let (_tx, rx) = goro::chan::channel::<()>(0);

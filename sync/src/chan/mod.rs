@@ -43,6 +43,7 @@
 mod buffer;
 mod errors;
 mod future;
+mod gochan;
 pub(crate) mod select;
 mod timer;
 pub(crate) mod waitq;
@@ -60,6 +61,7 @@ pub use errors::{
     RecvError, RecvTimeoutError, SendError, SendTimeoutError, TryRecvError, TrySendError,
 };
 pub use future::{RecvFuture, SendFuture};
+pub use gochan::{Chan as GoChan, ChanIter};
 pub use timer::{after, at, never, never_sender, tick, Ticker, Timer};
 
 use crate::lock::SpinLock;
@@ -191,19 +193,105 @@ impl<T> Chan<T> {
         unsafe { &mut *self.state.get() }
     }
 
-    pub(crate) fn close(&self) {
-        self.close_and_take(false);
+    /// Sends `v`, waiting until `deadline` (`None`: forever).
+    pub(crate) fn send_until(
+        &self,
+        v: T,
+        deadline: Option<Instant>,
+    ) -> Result<(), SendTimeoutError<T>> {
+        goro_runtime::preempt_point();
+        let chan = self;
+        let mut wake = None;
+        let l = chan.locked();
+        let v = match try_send_locked(l.state(), v, &mut wake) {
+            TrySend::Sent => {
+                drop(l);
+                if let Some(u) = wake {
+                    u.unpark();
+                }
+                return Ok(());
+            }
+            TrySend::Closed(v) => return Err(SendTimeoutError::Closed(v)),
+            TrySend::Full(v) => v,
+        };
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(SendTimeoutError::Timeout(v)); // no waiting left: do not park
+        }
+        // Block: link a sudog holding the value, sleep, unlock after the switch.
+        let mut sg = Sudog::new(Some(v));
+        sg.unparker = Some(park::prepare());
+        let s: *mut Sudog<T> = &mut sg;
+        // SAFETY: lock held; `sg` stays in place on this frame until it is unlinked
+        // (by a receiver, close, or ourselves below).
+        unsafe { l.state().sendq.push(s) };
+        std::mem::forget(l); // unlocked by the commit below
+        park_blocked(chan, WaitReason::ChanSend, deadline);
+        // SAFETY: either the park was woken by whoever unlinked us (which only happens
+        // with the lock held, before the wake), or finish_timed re-took the lock.
+        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.sendq) };
+        match outcome {
+            Outcome::Done => Ok(()),
+            Outcome::Closed => Err(SendTimeoutError::Closed(
+                sg.value.take().expect("value kept"),
+            )),
+            Outcome::Waiting => Err(SendTimeoutError::Timeout(
+                sg.value.take().expect("value kept"),
+            )),
+        }
+    }
+
+    /// Receives, waiting until `deadline` (`None`: forever).
+    pub(crate) fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
+        goro_runtime::preempt_point();
+        let chan = self;
+        chan.deliver_due();
+        let mut wake = None;
+        let l = chan.locked();
+        match try_recv_locked(l.state(), &mut wake) {
+            TryRecv::Got(v) => {
+                drop(l);
+                if let Some(u) = wake {
+                    u.unpark();
+                }
+                return Ok(v);
+            }
+            TryRecv::Closed => return Err(RecvTimeoutError::Closed),
+            TryRecv::Empty => {}
+        }
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(RecvTimeoutError::Timeout); // no waiting left: do not park
+        }
+        let mut sg = Sudog::<T>::new(None);
+        sg.unparker = Some(park::prepare());
+        let s: *mut Sudog<T> = &mut sg;
+        // SAFETY: as in send_until.
+        unsafe { l.state().recvq.push(s) };
+        std::mem::forget(l); // unlocked by the commit
+        park_blocked(chan, WaitReason::ChanReceive, deadline);
+        // SAFETY: as in send_until.
+        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.recvq) };
+        match outcome {
+            Outcome::Done => Ok(sg.value.take().expect("a completed receive holds a value")),
+            Outcome::Closed => Err(RecvTimeoutError::Closed),
+            Outcome::Waiting => Err(RecvTimeoutError::Timeout),
+        }
+    }
+
+    /// Closes the channel; false if it was closed already.
+    pub(crate) fn close(&self) -> bool {
+        self.close_and_take(false).0
     }
 
     /// Closes the channel (unless it is closed already) and, with `take_buffered`,
     /// takes what is buffered (the last receiver is gone: nobody can receive it), in
     /// one locked section. The caller drops the values, after the unlock.
-    fn close_and_take(&self, take_buffered: bool) -> VecDeque<T> {
+    fn close_and_take(&self, take_buffered: bool) -> (bool, VecDeque<T>) {
         let mut wake = Vec::new();
-        let taken = {
+        let (was_open, taken) = {
             let l = self.locked();
             let st = l.state();
-            if !st.closed {
+            let was_open = !st.closed;
+            if was_open {
                 st.closed = true;
                 // SAFETY: the lock is held.
                 unsafe {
@@ -211,16 +299,17 @@ impl<T> Chan<T> {
                     st.sendq.close_all(&mut wake);
                 }
             }
-            if take_buffered {
+            let taken = if take_buffered {
                 st.buf.take_all()
             } else {
                 VecDeque::new()
-            }
+            };
+            (was_open, taken)
         };
         for u in wake {
             u.unpark();
         }
-        taken
+        (was_open, taken)
     }
 }
 
@@ -435,45 +524,7 @@ impl<T> Sender<T> {
 
     /// Sends `v`, waiting until `deadline` (`None`: forever).
     fn send_until(&self, v: T, deadline: Option<Instant>) -> Result<(), SendTimeoutError<T>> {
-        goro_runtime::preempt_point();
-        let chan = &*self.chan;
-        let mut wake = None;
-        let l = chan.locked();
-        let v = match try_send_locked(l.state(), v, &mut wake) {
-            TrySend::Sent => {
-                drop(l);
-                if let Some(u) = wake {
-                    u.unpark();
-                }
-                return Ok(());
-            }
-            TrySend::Closed(v) => return Err(SendTimeoutError::Closed(v)),
-            TrySend::Full(v) => v,
-        };
-        if deadline.is_some_and(|d| d <= Instant::now()) {
-            return Err(SendTimeoutError::Timeout(v)); // no waiting left: do not park
-        }
-        // Block: link a sudog holding the value, sleep, unlock after the switch.
-        let mut sg = Sudog::new(Some(v));
-        sg.unparker = Some(park::prepare());
-        let s: *mut Sudog<T> = &mut sg;
-        // SAFETY: lock held; `sg` stays in place on this frame until it is unlinked
-        // (by a receiver, close, or ourselves below).
-        unsafe { l.state().sendq.push(s) };
-        std::mem::forget(l); // unlocked by the commit below
-        park_blocked(chan, WaitReason::ChanSend, deadline);
-        // SAFETY: either the park was woken by whoever unlinked us (which only happens
-        // with the lock held, before the wake), or finish_timed re-took the lock.
-        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.sendq) };
-        match outcome {
-            Outcome::Done => Ok(()),
-            Outcome::Closed => Err(SendTimeoutError::Closed(
-                sg.value.take().expect("value kept"),
-            )),
-            Outcome::Waiting => Err(SendTimeoutError::Timeout(
-                sg.value.take().expect("value kept"),
-            )),
-        }
+        self.chan.send_until(v, deadline)
     }
 
     /// Closes the channel: receivers drain what is buffered and then get `RecvError`;
@@ -558,8 +609,11 @@ impl<T> Sender<T> {
 
     /// For `select!`: lets `send(tx, v)` take a `Sender` or a reference to one.
     #[doc(hidden)]
-    pub fn __as_sender(&self) -> &Sender<T> {
-        self
+    pub fn __as_sender(&self) -> select::SendEnd<'_, T, select::StdKind> {
+        select::SendEnd {
+            chan: &self.chan,
+            kind: std::marker::PhantomData,
+        }
     }
 }
 
@@ -659,39 +713,7 @@ impl<T> Receiver<T> {
 
     /// Receives, waiting until `deadline` (`None`: forever).
     fn recv_until(&self, deadline: Option<Instant>) -> Result<T, RecvTimeoutError> {
-        goro_runtime::preempt_point();
-        let chan = &*self.chan;
-        chan.deliver_due();
-        let mut wake = None;
-        let l = chan.locked();
-        match try_recv_locked(l.state(), &mut wake) {
-            TryRecv::Got(v) => {
-                drop(l);
-                if let Some(u) = wake {
-                    u.unpark();
-                }
-                return Ok(v);
-            }
-            TryRecv::Closed => return Err(RecvTimeoutError::Closed),
-            TryRecv::Empty => {}
-        }
-        if deadline.is_some_and(|d| d <= Instant::now()) {
-            return Err(RecvTimeoutError::Timeout); // no waiting left: do not park
-        }
-        let mut sg = Sudog::<T>::new(None);
-        sg.unparker = Some(park::prepare());
-        let s: *mut Sudog<T> = &mut sg;
-        // SAFETY: as in send_until.
-        unsafe { l.state().recvq.push(s) };
-        std::mem::forget(l); // unlocked by the commit
-        park_blocked(chan, WaitReason::ChanReceive, deadline);
-        // SAFETY: as in send_until.
-        let outcome = unsafe { finish_timed(chan, s, deadline.is_some(), |st| &mut st.recvq) };
-        match outcome {
-            Outcome::Done => Ok(sg.value.take().expect("a completed receive holds a value")),
-            Outcome::Closed => Err(RecvTimeoutError::Closed),
-            Outcome::Waiting => Err(RecvTimeoutError::Timeout),
-        }
+        self.chan.recv_until(deadline)
     }
 
     /// An iterator over received values, ending when the channel is closed and drained.
@@ -749,8 +771,11 @@ impl<T> Receiver<T> {
 
     /// For `select!`: lets `recv(rx)` take a `Receiver` or a reference to one.
     #[doc(hidden)]
-    pub fn __as_receiver(&self) -> &Receiver<T> {
-        self
+    pub fn __as_receiver(&self) -> select::RecvEnd<'_, T, select::StdKind> {
+        select::RecvEnd {
+            chan: &self.chan,
+            kind: std::marker::PhantomData,
+        }
     }
 }
 
@@ -790,7 +815,7 @@ impl<T> Drop for Receiver<T> {
         if self.chan.receivers.fetch_sub(1, Ordering::AcqRel) == 1 {
             // The values are dropped here, after the unlock: a value's destructor may
             // use channels, this one included.
-            drop(self.chan.close_and_take(true));
+            drop(self.chan.close_and_take(true).1);
         }
     }
 }

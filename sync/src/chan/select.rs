@@ -16,14 +16,77 @@
 //! which is what keeps their sudogs valid while linked.
 
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::time::Instant;
 
 use goro_runtime::park::{self, Unparker, WaitReason};
 
 use super::waitq::{Outcome, SelectState, Sudog};
-use super::{
-    try_recv_locked, try_send_locked, Receiver, RecvError, SendError, Sender, TryRecv, TrySend,
-};
+use super::{try_recv_locked, try_send_locked, Chan, RecvError, SendError, TryRecv, TrySend};
+
+/// What a `recv` arm is given: a channel, and `K`, what its result looks like (see
+/// [`ArmKind`]). Made by `__as_receiver` on a `Receiver` or a `Chan`.
+pub struct RecvEnd<'a, T, K> {
+    pub(crate) chan: &'a Chan<T>,
+    pub(crate) kind: PhantomData<K>,
+}
+
+/// What a `send` arm is given (see [`RecvEnd`]). Made by `__as_sender`.
+pub struct SendEnd<'a, T, K> {
+    pub(crate) chan: &'a Chan<T>,
+    pub(crate) kind: PhantomData<K>,
+}
+
+/// How an arm's outcome reaches the arm's pattern: as `Result`s for `Sender` and
+/// `Receiver` ([`StdKind`]), or as Go's values for `Chan` ([`GoKind`]: a receive
+/// gives `Option<T>`, a send on a closed channel panics).
+pub trait ArmKind<T> {
+    /// What `recv(..) -> pat` binds.
+    type Recv;
+    /// What `send(..) -> pat` binds.
+    type Send;
+    /// A receive's outcome, as the arm gives it.
+    fn recv(r: Result<T, RecvError>) -> Self::Recv;
+    /// A send's outcome, as the arm gives it.
+    fn send(r: Result<(), SendError<T>>) -> Self::Send;
+}
+
+/// `Sender` and `Receiver`: the arms give `Result<T, RecvError>` and
+/// `Result<(), SendError<T>>`.
+pub struct StdKind;
+
+impl<T> ArmKind<T> for StdKind {
+    type Recv = Result<T, RecvError>;
+    type Send = Result<(), SendError<T>>;
+    #[inline]
+    fn recv(r: Result<T, RecvError>) -> Self::Recv {
+        r
+    }
+    #[inline]
+    fn send(r: Result<(), SendError<T>>) -> Self::Send {
+        r
+    }
+}
+
+/// `Chan` (Go's `chan T`): a receive gives `Option<T>` (`None`: closed and drained,
+/// Go's `v, ok := <-ch` with `ok == false`); a send chosen on a closed channel panics
+/// "send on closed channel", as in Go.
+pub struct GoKind;
+
+impl<T> ArmKind<T> for GoKind {
+    type Recv = Option<T>;
+    type Send = ();
+    #[inline]
+    fn recv(r: Result<T, RecvError>) -> Option<T> {
+        r.ok()
+    }
+    #[inline]
+    fn send(r: Result<(), SendError<T>>) {
+        if r.is_err() {
+            panic!("send on closed channel");
+        }
+    }
+}
 
 /// The most arms one `select!` may have.
 pub const MAX_ARMS: usize = 64;
@@ -80,46 +143,50 @@ pub unsafe trait SelectArm {
 }
 
 /// A `recv(rx)` arm.
-pub struct RecvArm<'a, T> {
-    rx: &'a Receiver<T>,
+pub struct RecvArm<'a, T, K> {
+    chan: &'a Chan<T>,
     sg: UnsafeCell<Sudog<T>>,
     result: Option<Result<T, RecvError>>,
+    kind: PhantomData<K>,
 }
 
-impl<'a, T> RecvArm<'a, T> {
-    /// An arm receiving from `rx`.
-    pub fn new(rx: &'a Receiver<T>) -> Self {
+impl<'a, T, K: ArmKind<T>> RecvArm<'a, T, K> {
+    /// An arm receiving from `end`'s channel.
+    pub fn new(end: RecvEnd<'a, T, K>) -> Self {
         RecvArm {
-            rx,
+            chan: end.chan,
             sg: UnsafeCell::new(Sudog::new(None)),
             result: None,
+            kind: PhantomData,
         }
     }
 
     /// The arm's result, once it won.
-    pub fn take(self) -> Result<T, RecvError> {
-        self.result
-            .expect("select!: taking the result of an arm that did not complete")
+    pub fn take(self) -> K::Recv {
+        K::recv(
+            self.result
+                .expect("select!: taking the result of an arm that did not complete"),
+        )
     }
 }
 
 // SAFETY: the sudog lives in the arm, which the select keeps in place; channel state is
 // only touched under the channel lock, as the methods' contracts require.
-unsafe impl<T> SelectArm for RecvArm<'_, T> {
+unsafe impl<T, K> SelectArm for RecvArm<'_, T, K> {
     fn chan_addr(&self) -> usize {
-        &*self.rx.chan as *const super::Chan<T> as usize
+        self.chan as *const Chan<T> as usize
     }
     fn before_lock(&self) {
-        self.rx.chan.deliver_due();
+        self.chan.deliver_due();
     }
     fn lock(&self) {
-        self.rx.chan.raw_lock();
+        self.chan.raw_lock();
     }
     fn unlock(&self) {
-        self.rx.chan.raw_unlock();
+        self.chan.raw_unlock();
     }
     unsafe fn poll(&mut self) -> Option<Option<Unparker>> {
-        let chan = &*self.rx.chan;
+        let chan = self.chan;
         let mut wake = None;
         // SAFETY: the channel is locked (caller's contract).
         match try_recv_locked(unsafe { chan.state_locked() }, &mut wake) {
@@ -140,7 +207,7 @@ unsafe impl<T> SelectArm for RecvArm<'_, T> {
         unsafe {
             (*s).select = sel;
             (*s).arm = index;
-            self.rx.chan.state_locked().recvq.push(s);
+            self.chan.state_locked().recvq.push(s);
         }
     }
     unsafe fn cancel(&mut self) {
@@ -148,7 +215,7 @@ unsafe impl<T> SelectArm for RecvArm<'_, T> {
         // SAFETY: locked.
         unsafe {
             if (*s).is_linked() {
-                self.rx.chan.state_locked().recvq.remove(s);
+                self.chan.state_locked().recvq.remove(s);
             }
         }
     }
@@ -162,42 +229,46 @@ unsafe impl<T> SelectArm for RecvArm<'_, T> {
 }
 
 /// A `send(tx, value)` arm.
-pub struct SendArm<'a, T> {
-    tx: &'a Sender<T>,
+pub struct SendArm<'a, T, K> {
+    chan: &'a Chan<T>,
     sg: UnsafeCell<Sudog<T>>,
     result: Option<Result<(), SendError<T>>>,
+    kind: PhantomData<K>,
 }
 
-impl<'a, T> SendArm<'a, T> {
-    /// An arm sending `v` on `tx`.
-    pub fn new(tx: &'a Sender<T>, v: T) -> Self {
+impl<'a, T, K: ArmKind<T>> SendArm<'a, T, K> {
+    /// An arm sending `v` on `end`'s channel.
+    pub fn new(end: SendEnd<'a, T, K>, v: T) -> Self {
         SendArm {
-            tx,
+            chan: end.chan,
             sg: UnsafeCell::new(Sudog::new(Some(v))),
             result: None,
+            kind: PhantomData,
         }
     }
 
     /// The arm's result, once it won.
-    pub fn take(self) -> Result<(), SendError<T>> {
-        self.result
-            .expect("select!: taking the result of an arm that did not complete")
+    pub fn take(self) -> K::Send {
+        K::send(
+            self.result
+                .expect("select!: taking the result of an arm that did not complete"),
+        )
     }
 }
 
 // SAFETY: as for RecvArm.
-unsafe impl<T> SelectArm for SendArm<'_, T> {
+unsafe impl<T, K> SelectArm for SendArm<'_, T, K> {
     fn chan_addr(&self) -> usize {
-        &*self.tx.chan as *const super::Chan<T> as usize
+        self.chan as *const Chan<T> as usize
     }
     fn lock(&self) {
-        self.tx.chan.raw_lock();
+        self.chan.raw_lock();
     }
     fn unlock(&self) {
-        self.tx.chan.raw_unlock();
+        self.chan.raw_unlock();
     }
     unsafe fn poll(&mut self) -> Option<Option<Unparker>> {
-        let chan = &*self.tx.chan;
+        let chan = self.chan;
         let sg = self.sg.get_mut();
         let v = sg
             .value
@@ -226,7 +297,7 @@ unsafe impl<T> SelectArm for SendArm<'_, T> {
         unsafe {
             (*s).select = sel;
             (*s).arm = index;
-            self.tx.chan.state_locked().sendq.push(s);
+            self.chan.state_locked().sendq.push(s);
         }
     }
     unsafe fn cancel(&mut self) {
@@ -234,7 +305,7 @@ unsafe impl<T> SelectArm for SendArm<'_, T> {
         // SAFETY: locked.
         unsafe {
             if (*s).is_linked() {
-                self.tx.chan.state_locked().sendq.remove(s);
+                self.chan.state_locked().sendq.remove(s);
             }
         }
     }
@@ -356,7 +427,10 @@ pub fn select(arms: &mut [&mut dyn SelectArm], default: SelectDefault) -> usize 
 #[doc(hidden)]
 pub mod __private {
     pub use super::super::waitq::SelectState;
-    pub use super::{select, RecvArm, SelectArm, SelectDefault, SendArm};
+    pub use super::{
+        select, ArmKind, GoKind, RecvArm, RecvEnd, SelectArm, SelectDefault, SendArm, SendEnd,
+        StdKind,
+    };
 }
 
 /// Waits on several channel operations at once and runs the arm of the one that
