@@ -163,6 +163,25 @@ pub use goro_runtime::{
     DEFAULT_STACK_SIZE, MAX_PROCS, MAX_STACK_SIZE, MIN_STACK_SIZE,
 };
 
+/// `#[goro::main]` on `fn main` (also `fn main() -> Result<(), E>`): main's body runs
+/// as a coroutine named `"main"`, Go's main goroutine, so its stack is in
+/// `debug::dump()`, the SIGQUIT dump and the deadlock report; the program ends when it
+/// returns.
+///
+/// ```
+/// #[goro::main]
+/// fn main() {
+///     let h = goro::go!(|| 6 * 7);
+///     assert_eq!(h.join().unwrap(), 42);
+///     assert_eq!(goro::current_name().as_deref(), Some("main"));
+///     assert!(goro::current_id().is_some()); // a coroutine, not the main thread
+/// }
+/// ```
+pub use goro_macros::main;
+
+#[doc(hidden)]
+pub use goro_runtime::__main;
+
 /// Declares coroutine-local statics (`thread_local!` for coroutines): see
 /// [`LocalKey`].
 pub use goro_runtime::coroutine_local;

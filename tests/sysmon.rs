@@ -614,6 +614,9 @@ fn deadlock_reported_with_no_coroutine_at_all() {
         err.contains("fatal error: all coroutines are asleep - deadlock!"),
         "{err}"
     );
+    // Not "0 coroutines" alone: the report names the thread and what it waits on.
+    assert!(err.contains("1 threads waiting on goro:"), "{err}");
+    assert!(err.contains(" [chan send, "), "{err}");
 }
 
 /// A `Chan` (Go's `chan T`) is never closed by a drop: coroutines left waiting on
@@ -630,6 +633,38 @@ fn deadlock_reported_on_a_chan_nobody_else_holds() {
             err.contains("all coroutines are asleep - deadlock!"),
             "{err}"
         );
+    }
+}
+
+/// With `#[goro::main]`, main is a coroutine named "main": the deadlock report lists
+/// it with what it waits on and its stack, as Go's report lists goroutine 1.
+#[test]
+fn deadlock_report_shows_the_main_coroutine() {
+    for procs in ["1", "2"] {
+        let o = run_scenario("goro_main_deadlock", &[("GORO_MAXPROCS", procs)]);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "stderr:\n{err}");
+        assert!(
+            err.contains("all coroutines are asleep - deadlock!"),
+            "{err}"
+        );
+        assert!(err.contains("('main') [chan receive"), "{err}");
+        assert!(err.contains("main_waits_for_ever"), "main's stack: {err}");
+    }
+}
+
+/// The program `#[goro::main]` is tested on (in a module: the test binary's own main
+/// is the test harness's).
+mod goro_main_program {
+    #[goro::main]
+    pub fn main() {
+        main_waits_for_ever();
+    }
+
+    #[inline(never)]
+    fn main_waits_for_ever() {
+        let ch = goro::chan::Chan::<u8>::new(0);
+        let _ = ch.recv();
     }
 }
 
@@ -804,6 +839,10 @@ fn scenario_child() {
             let (tx, _rx) = goro::chan::channel::<i32>(0);
             tx.send(1).unwrap(); // nobody will ever receive
             unreachable!("a rendezvous send with no receiver completed");
+        }
+        "goro_main_deadlock" => {
+            let _ = goro_main_program::main();
+            unreachable!("main waits for ever");
         }
         "chan_nobody_holds" => {
             let ch = goro::chan::Chan::<u32>::new(0);

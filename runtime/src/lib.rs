@@ -74,7 +74,7 @@ pub use join_set::JoinSet;
 pub use local::LocalKey;
 pub use sched::{current_id, current_name, maxprocs, num_goroutines, set_maxprocs, MAX_PROCS};
 pub use scope::{scope, Scope, ScopedJoinHandle};
-pub use spawn::{panic_message, spawn, Builder, JoinFuture, JoinHandle};
+pub use spawn::{__main, panic_message, spawn, Builder, JoinFuture, JoinHandle};
 pub use stack::{MAX_STACK_SIZE, MIN_STACK_SIZE};
 
 pub use sched::lockos::lock_os_thread;

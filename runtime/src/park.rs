@@ -42,6 +42,8 @@ pub(crate) struct ThreadWaiter {
     thread: Thread,
     /// Whether this thread counts in the deadlock check (it is not an M).
     counted: bool,
+    /// What it waits on, for the dump (counted threads only).
+    wait: Option<Arc<crate::wait::ThreadWait>>,
 }
 
 impl ThreadWaiter {
@@ -58,6 +60,7 @@ impl ThreadWaiter {
             cell: WaitCell::new(),
             thread: thread::current(),
             counted,
+            wait: counted.then(crate::wait::ThreadWait::register),
         }
     }
 }
@@ -71,11 +74,15 @@ impl Drop for ThreadWaiter {
     }
 }
 
-/// Counts the calling thread as waiting on the runtime while it blocks.
-struct Waiting(bool);
+/// Counts the calling thread as waiting on the runtime while it blocks, and records
+/// why for the dump.
+struct Waiting<'a>(&'a ThreadWaiter);
 
-impl Waiting {
-    fn new(t: &ThreadWaiter) -> Waiting {
+impl<'a> Waiting<'a> {
+    fn new(t: &'a ThreadWaiter, reason: WaitReason) -> Waiting<'a> {
+        if let Some(w) = &t.wait {
+            w.set(Some((reason, crate::timers::nanotime())));
+        }
         if t.counted {
             // Release: the deadlock check that counts us as waiting sees what we did
             // before (its Acquire load pairs with this; see `sysmon::KNOWN_THREADS`).
@@ -85,13 +92,16 @@ impl Waiting {
             // blocked for ever on a channel is a deadlock). Once started, a load.
             sysmon::start();
         }
-        Waiting(t.counted)
+        Waiting(t)
     }
 }
 
-impl Drop for Waiting {
+impl Drop for Waiting<'_> {
     fn drop(&mut self) {
-        if self.0 {
+        if let Some(w) = &self.0.wait {
+            w.set(None);
+        }
+        if self.0.counted {
             // Release: as in `new`.
             sysmon::WAITING_THREADS.fetch_sub(1, Ordering::Release);
         }
@@ -261,7 +271,7 @@ pub fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F) {
         commit();
         THREAD_WAITER.with(|t| {
             if t.cell.try_park() {
-                let _w = Waiting::new(t);
+                let _w = Waiting::new(t, reason);
                 while !t.cell.is_notified() {
                     thread::park();
                 }

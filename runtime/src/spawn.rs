@@ -672,3 +672,29 @@ impl<T> fmt::Debug for JoinHandle<T> {
             .finish()
     }
 }
+
+/// The stack of the coroutine `#[goro::main]` runs `main` on: the size of a Linux main
+/// thread's usual stack (`ulimit -s`, 8 MiB), as virtual memory (only pages used cost).
+const MAIN_STACK: usize = 8 << 20;
+
+/// What `#[goro::main]` expands to: runs `body` as a coroutine named `"main"` and
+/// returns its exit code (its result's [`Termination`](std::process::Termination)
+/// report, made on the coroutine, so the result need not be `Send`); a panic in it is
+/// resumed here, on the main thread, which then ends as a panicking `main` does.
+#[doc(hidden)]
+#[track_caller]
+pub fn __main<R, F>(body: F) -> std::process::ExitCode
+where
+    R: std::process::Termination,
+    F: FnOnce() -> R + Send + 'static,
+{
+    let h = Builder::new()
+        .name("main")
+        .stack_size(MAIN_STACK)
+        .spawn(move || body().report())
+        .unwrap_or_else(|e| panic!("#[goro::main]: cannot start the main coroutine: {e}"));
+    match h.join() {
+        Ok(code) => code,
+        Err(payload) => std::panic::resume_unwind(payload),
+    }
+}

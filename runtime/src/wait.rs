@@ -281,3 +281,63 @@ impl fmt::Display for WaitReason {
         f.write_str(self.as_str())
     }
 }
+
+/// A plain thread's current wait on goro (a channel receive on `main`, a
+/// `WaitGroup::wait`), for the dump and the deadlock report, which would otherwise see
+/// only coroutines ("0 coroutines" for a main thread blocked on a channel). Written by
+/// the thread as it starts and ends a wait (`park.rs`), read by the dump; Relaxed
+/// throughout: informational, a stale reason or time only skews a printed line.
+pub(crate) struct ThreadWait {
+    /// The thread's name (`std::thread::current().name()`), or its id.
+    pub(crate) name: String,
+    /// A `WaitReason` as u8, `WaitReason::None` while the thread is not waiting.
+    reason: std::sync::atomic::AtomicU8,
+    /// When the wait began (the runtime's clock).
+    since: std::sync::atomic::AtomicI64,
+}
+
+static THREAD_WAITS: std::sync::Mutex<Vec<std::sync::Weak<ThreadWait>>> =
+    std::sync::Mutex::new(Vec::new());
+
+impl ThreadWait {
+    /// The calling thread's record, registered for the dump (dropped with the thread's
+    /// waiter, and then skipped).
+    pub(crate) fn register() -> std::sync::Arc<ThreadWait> {
+        let t = std::thread::current();
+        let name = match t.name() {
+            Some(n) => format!("'{n}'"),
+            None => format!("{:?}", t.id()),
+        };
+        let w = std::sync::Arc::new(ThreadWait {
+            name,
+            reason: std::sync::atomic::AtomicU8::new(WaitReason::None as u8),
+            since: std::sync::atomic::AtomicI64::new(0),
+        });
+        let mut all = THREAD_WAITS.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|w| w.strong_count() > 0);
+        all.push(std::sync::Arc::downgrade(&w));
+        w
+    }
+
+    /// The thread begins (`Some`) or ends (`None`) a wait.
+    pub(crate) fn set(&self, wait: Option<(WaitReason, i64)>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let (reason, since) = wait.unwrap_or((WaitReason::None, 0));
+        self.since.store(since, Relaxed);
+        self.reason.store(reason as u8, Relaxed);
+    }
+
+    /// Every registered thread waiting now: its name, why, since when.
+    pub(crate) fn waiting() -> Vec<(String, WaitReason, i64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        let all = THREAD_WAITS.lock().unwrap_or_else(|e| e.into_inner());
+        all.iter()
+            .filter_map(|w| w.upgrade())
+            .filter_map(|w| {
+                let reason = WaitReason::from_u8(w.reason.load(Relaxed));
+                (reason != WaitReason::None)
+                    .then(|| (w.name.clone(), reason, w.since.load(Relaxed)))
+            })
+            .collect()
+    }
+}

@@ -111,6 +111,19 @@ pub(crate) fn dump(layout: Layout) -> String {
             "SeqCst fence on every goro call (membarrier registration refused)"
         }
     );
+    // Plain threads waiting on goro (a `main` blocked on a channel): the coroutines
+    // alone would not say who waits for them.
+    let threads = crate::wait::ThreadWait::waiting();
+    if !threads.is_empty() {
+        let _ = writeln!(out, "\n{} threads waiting on goro:", threads.len());
+        for (name, reason, since) in threads {
+            let _ = writeln!(
+                out,
+                "thread {name} [{reason}, {}]",
+                human((now - since).max(0))
+            );
+        }
+    }
     let cwd = std::env::current_dir().ok();
     for group in groups {
         out.push('\n');
