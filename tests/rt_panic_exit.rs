@@ -4,27 +4,21 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
 const SCENARIO_ENV: &str = "GORO_TEST_PANIC_SCENARIO";
 
 fn run(scenario: &str, procs: &str, env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.env(SCENARIO_ENV, scenario)
-        .env("GORO_MAXPROCS", procs)
-        .env_remove("GORO_DETACHED_PANIC")
-        .env("RUST_BACKTRACE", "0")
-        .args([
-            "--exact",
-            "scenario_child",
-            "--nocapture",
-            "--test-threads=1",
-        ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    common::output_within(cmd, Duration::from_secs(30))
+    let mut all = vec![("GORO_MAXPROCS", procs)];
+    all.extend_from_slice(env);
+    common::run_scenario_child(
+        SCENARIO_ENV,
+        scenario,
+        &all,
+        &["GORO_DETACHED_PANIC"],
+        Duration::from_secs(30),
+    )
 }
 
 fn text(o: &Output) -> String {

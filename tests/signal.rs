@@ -306,6 +306,9 @@ fn scenario_child() {
                 "closed, not timed out"
             );
             assert_eq!(ctx.err(), Some(goro::context::Error::Canceled));
+            // Go 1.26's cause: "<signal> signal received".
+            let cause = ctx.cause().expect("done").to_string();
+            assert_eq!(cause, "user defined signal 1 signal received");
             raise(Signal::USR1); // caught still: no default action yet
             goro::time::sleep(Duration::from_millis(100));
             println!("still alive");

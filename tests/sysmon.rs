@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -546,21 +546,13 @@ fn panicking_parser() {
 /// deadline may wake someone, so the deadlock check would rightly never fire beside
 /// one.
 fn run_scenario_for(scenario: &str, env: &[(&str, &str)], limit: Duration) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.env(SCENARIO_ENV, scenario)
-        .env_remove("GORO_SCHEDTRACE")
-        .env_remove("GORO_DEADLOCK")
-        .env("RUST_BACKTRACE", "0")
-        .args([
-            "--exact",
-            "scenario_child",
-            "--nocapture",
-            "--test-threads=1",
-        ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    common::output_within(cmd, limit)
+    common::run_scenario_child(
+        SCENARIO_ENV,
+        scenario,
+        env,
+        &["GORO_SCHEDTRACE", "GORO_DEADLOCK"],
+        limit,
+    )
 }
 
 /// [`run_scenario_for`] with a limit no scenario should come near.

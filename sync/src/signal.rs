@@ -373,7 +373,8 @@ pub fn stop(rx: &Receiver<Signal>) {
 }
 
 /// A context that is cancelled when one of `signals` arrives (Go's
-/// `signal.NotifyContext`), and its `CancelFunc`, Go's `stop`: calling it (or dropping
+/// `signal.NotifyContext`; its [`cause`](Context::cause) is then "interrupt signal
+/// received", as Go 1.26's), and its `CancelFunc`, Go's `stop`: calling it (or dropping
 /// it) cancels the context and ends the subscription at once, so the signals get their
 /// default action back (see "stopping"). Until then a signal arriving again is caught,
 /// not acted on: call `stop` once the program has begun to shut down, so a second
@@ -406,7 +407,7 @@ pub fn notify_context(parent: &Context, signals: &[Signal]) -> (Context, CancelF
         .spawned_at(std::panic::Location::caller())
         .spawn(move || {
             crate::select! {
-                recv(signalled) -> s => if s.is_ok() { watched.cancel_for_signal() },
+                recv(signalled) -> s => if let Ok(s) = s { watched.cancel_for_signal(&s) },
                 recv(done) -> _ => {},
             }
         });

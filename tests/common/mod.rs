@@ -343,6 +343,32 @@ pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
+/// Runs this test binary's `scenario_child` test in a child process, with `key` set to
+/// `scenario` (which the child plays), `env` added and `unset` removed, and kills it
+/// after `limit` (see [`output_within`]). The scenario tests' one launcher.
+pub fn run_scenario_child(
+    key: &str,
+    scenario: &str,
+    env: &[(&str, &str)],
+    unset: &[&str],
+    limit: Duration,
+) -> Output {
+    let mut cmd = Command::new(std::env::current_exe().expect("current_exe"));
+    cmd.env(key, scenario).env("RUST_BACKTRACE", "0").args([
+        "--exact",
+        "scenario_child",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    for k in unset {
+        cmd.env_remove(k);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    output_within(cmd, limit)
+}
+
 /// Runs `cmd` with its output captured, and kills it if it has not ended after `limit`
 /// (its status then has no code). The limit is kept here, not in a watchdog thread of
 /// the child: a thread that sleeps with a deadline may wake someone, so a deadlock

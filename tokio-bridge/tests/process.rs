@@ -6,27 +6,14 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
 
 const SCENARIO_ENV: &str = "GORO_TOKIO_TEST_SCENARIO";
 
 /// Runs this binary's `scenario_child` with `scenario`, killing it after `limit`.
 fn run(scenario: &str, env: &[(&str, &str)], limit: Duration) -> Output {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.env(SCENARIO_ENV, scenario)
-        .env_remove("GORO_DEADLOCK")
-        .env("RUST_BACKTRACE", "0")
-        .args([
-            "--exact",
-            "scenario_child",
-            "--nocapture",
-            "--test-threads=1",
-        ]);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    common::output_within(cmd, limit)
+    common::run_scenario_child(SCENARIO_ENV, scenario, env, &["GORO_DEADLOCK"], limit)
 }
 
 fn text(o: &Output) -> String {

@@ -354,12 +354,14 @@ impl Context {
         }
     }
 
-    /// Cancels this context (made by `with_cancel`: its own canceller) as a signal
-    /// does, for `signal::notify_context`'s watcher, which holds the context and not
-    /// its `CancelFunc`.
-    pub(crate) fn cancel_for_signal(&self) {
+    /// Cancels this context (made by `with_cancel`: its own canceller) because `what`
+    /// arrived, with the cause "`what` signal received" (Go 1.26's `NotifyContext`),
+    /// for `signal::notify_context`'s watcher, which holds the context and not its
+    /// `CancelFunc`.
+    pub(crate) fn cancel_for_signal(&self, what: &dyn fmt::Display) {
         if let Some(node) = &self.canceller {
-            node.cancel(Error::Canceled, None);
+            let cause: Cause = Arc::new(SignalReceived(format!("{what} signal received")));
+            node.cancel(Error::Canceled, Some(cause));
         }
     }
 
@@ -498,6 +500,19 @@ impl fmt::Debug for CancelFunc {
             .finish()
     }
 }
+
+/// The cause of a `signal::notify_context` context ended by a signal:
+/// "interrupt signal received", as Go prints it.
+#[derive(Debug)]
+struct SignalReceived(String);
+
+impl fmt::Display for SignalReceived {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SignalReceived {}
 
 /// Cancels the context that came with it, with a cause (Go 1.20's
 /// `context.CancelCauseFunc`; see [`Context::with_cancel_cause`]). As a
