@@ -82,10 +82,11 @@ fn parks_inside_the_scope_keep_the_thread_to_themselves() {
     });
 }
 
-/// Scopes nest; the lock ends with the outermost one, also when it unwinds, and the
-/// closure's panic reaches the caller.
+/// Scopes nest: the outer one still holds the thread after an inner one ends; a panic
+/// in the closure reaches the caller. (That unwinding releases the lock is not
+/// observable from here: a leaked lock only costs thread hand-offs.)
 #[test]
-fn nested_scopes_and_unwinding_release_the_lock() {
+fn nested_scopes_hold_and_a_panic_reaches_the_caller() {
     on_coroutine(T, || {
         let t = tid();
         let inner = goro::lock_os_thread(|| {

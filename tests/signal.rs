@@ -240,8 +240,14 @@ const SCENARIO: &str = "GORO_TEST_SIGNAL_SCENARIO";
 
 /// Runs `scenario_child` in a child process playing `name`, and returns its output.
 fn scenario(name: &str) -> Output {
+    scenario_with(name, &[])
+}
+
+/// [`scenario`] with `env` added.
+fn scenario_with(name: &str, env: &[(&str, &str)]) -> Output {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new(exe);
+    cmd.envs(env.iter().copied());
     cmd.env(SCENARIO, name)
         .env(common::NESTED_ENV, "1")
         .env("RUST_BACKTRACE", "0")
@@ -364,8 +370,13 @@ fn sigquit_subscribed_suppresses_the_dump_until_stop() {
 /// Plays `name`, which prints `marker` and then raises a signal that nobody is
 /// subscribed to any more: the process must die of `sig`, its default action.
 fn dies_of(name: &str, marker: &str, sig: libc::c_int) {
+    dies_of_with(name, &[], marker, sig)
+}
+
+/// [`dies_of`] with `env` added.
+fn dies_of_with(name: &str, env: &[(&str, &str)], marker: &str, sig: libc::c_int) {
     use std::os::unix::process::ExitStatusExt;
-    let out = scenario(name);
+    let out = scenario_with(name, env);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains(marker),
         "{}",
@@ -383,9 +394,12 @@ fn stop_gives_the_default_action_back() {
 /// until `stop`, after which it kills as by default.
 #[test]
 fn notify_context_ends_the_context_and_stop_restores_the_default() {
-    dies_of("notify_context", "still alive", libc::SIGUSR1);
-    dies_of("notify_context", "stopped", libc::SIGUSR1);
-    dies_of("notify_context_stop_first", "stopped", libc::SIGUSR2);
+    for procs in ["1", "2"] {
+        let env = [("GORO_MAXPROCS", procs)];
+        dies_of_with("notify_context", &env, "still alive", libc::SIGUSR1);
+        dies_of_with("notify_context", &env, "stopped", libc::SIGUSR1);
+        dies_of_with("notify_context_stop_first", &env, "stopped", libc::SIGUSR2);
+    }
 }
 
 #[test]

@@ -111,36 +111,18 @@ impl Drop for SlowServer {
 /// Raises this process's soft descriptor limit to its hard limit (10 000 connections
 /// need 10 000 descriptors); returns the new soft limit.
 pub fn raise_fd_limit() -> u64 {
-    let mut lim = libc_rlimit();
-    lim.0 = lim.1;
-    set_rlimit(lim);
-    lim.0
-}
-
-fn libc_rlimit() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
-    for line in s.lines() {
-        if let Some(rest) = line.strip_prefix("Max open files") {
-            let v: Vec<u64> = rest
-                .split_whitespace()
-                .filter_map(|f| f.parse().ok())
-                .collect();
-            if v.len() >= 2 {
-                return (v[0], v[1]);
-            }
-        }
-    }
-    (1024, 1024)
-}
-
-fn set_rlimit((soft, hard): (u64, u64)) {
-    let lim = libc::rlimit {
-        rlim_cur: soft,
-        rlim_max: hard,
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
     };
-    // SAFETY: a valid rlimit for our own process.
+    // SAFETY: our own process's limit, into a valid rlimit.
+    let r = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    assert_eq!(r, 0, "getrlimit(RLIMIT_NOFILE)");
+    lim.rlim_cur = lim.rlim_max;
+    // SAFETY: as above; raising the soft limit up to the hard one needs no privilege.
     let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
     assert_eq!(r, 0, "setrlimit(RLIMIT_NOFILE)");
+    lim.rlim_cur
 }
 
 /// The number of threads of this process now (/proc/self/status).

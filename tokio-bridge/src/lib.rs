@@ -205,23 +205,21 @@ struct Entered<'a, F> {
     fut: ManuallyDrop<F>,
 }
 
-impl<F> Entered<'_, F> {
-    /// Runs `f` with this coroutine locked to its thread and tokio's context entered.
-    fn in_context<R>(handle: &Handle, f: impl FnOnce() -> R) -> R {
-        goro_runtime::lock_os_thread(|| {
-            let _context = handle.enter();
-            POLLING.with(|p| p.set(p.get() + 1));
-            /// Uncounts the poll, also when it unwinds.
-            struct Polling;
-            impl Drop for Polling {
-                fn drop(&mut self) {
-                    POLLING.with(|p| p.set(p.get() - 1));
-                }
+/// Runs `f` with this coroutine locked to its thread and tokio's context entered.
+fn in_context<R>(handle: &Handle, f: impl FnOnce() -> R) -> R {
+    goro_runtime::lock_os_thread(|| {
+        let _context = handle.enter();
+        POLLING.with(|p| p.set(p.get() + 1));
+        /// Uncounts the poll, also when it unwinds.
+        struct Polling;
+        impl Drop for Polling {
+            fn drop(&mut self) {
+                POLLING.with(|p| p.set(p.get() - 1));
             }
-            let _polling = Polling;
-            f()
-        })
-    }
+        }
+        let _polling = Polling;
+        f()
+    })
 }
 
 impl<F: Future> Future for Entered<'_, F> {
@@ -233,14 +231,14 @@ impl<F: Future> Future for Entered<'_, F> {
         let this = unsafe { self.get_unchecked_mut() };
         // SAFETY: as above: `fut` stays where it is until dropped.
         let fut = unsafe { Pin::new_unchecked(&mut *this.fut) };
-        Self::in_context(this.handle, || fut.poll(cx))
+        in_context(this.handle, || fut.poll(cx))
     }
 }
 
 impl<F> Drop for Entered<'_, F> {
     fn drop(&mut self) {
         let fut = &mut self.fut;
-        Self::in_context(self.handle, || {
+        in_context(self.handle, || {
             // SAFETY: dropped once, here, in place (the pin contract), and never used
             // again: `Entered` is being dropped.
             unsafe { ManuallyDrop::drop(fut) }

@@ -30,6 +30,15 @@ async fn get(client: &reqwest::Client, url: &str) -> Result<String, String> {
 }
 
 /// Whether request `id` was answered right; says why not on stderr (the first few).
+/// How many of the coroutines' checks failed (a panicked one counts as failed).
+fn wrong_answers(handles: Vec<goro::JoinHandle<bool>>) -> u64 {
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(false))
+        .filter(|ok| !ok)
+        .count() as u64
+}
+
 fn check(id: u64, got: Result<String, String>, shown: &std::sync::atomic::AtomicUsize) -> bool {
     let want = id.to_string();
     let why = match got {
@@ -86,12 +95,7 @@ fn goro_mode(n: u64, base: &str) -> Outcome {
             goro::go!(move || check(id, goro::tokio::block_on(get(&client, &url)), &SHOWN))
         })
         .collect();
-    let wrong = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or(false))
-        .filter(|ok| !ok)
-        .count() as u64;
-    (wrong, t.elapsed())
+    (wrong_answers(handles), t.elapsed())
 }
 
 fn recipe_mode(n: u64, base: &str) -> Outcome {
@@ -109,11 +113,7 @@ fn recipe_mode(n: u64, base: &str) -> Outcome {
             })
         })
         .collect();
-    let wrong = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or(false))
-        .filter(|ok| !ok)
-        .count() as u64;
+    let wrong = wrong_answers(handles);
     let elapsed = t.elapsed();
     rt.shutdown_background();
     (wrong, elapsed)

@@ -32,8 +32,8 @@ use goro_runtime::park::Unparker;
 
 use super::waitq::{Outcome, Sudog};
 use super::{
-    try_recv_locked, try_send_locked, Chan, Receiver, RecvError, SendError, Sender, State, TryRecv,
-    TrySend,
+    hand_off_locked, try_recv_locked, try_send_locked, Chan, Receiver, RecvError, SendError,
+    Sender, State, TryRecv, TrySend,
 };
 
 /// The future of [`Sender::send_async`].
@@ -185,11 +185,7 @@ impl<T> Future for SendFuture<'_, T> {
         // SAFETY: nothing is moved out of the pinned future: `value` is an Option we
         // take from, and the waiter stays in place.
         let this = unsafe { self.get_unchecked_mut() };
-        let chan = this.chan;
-        let mut wake = None;
-        let r = {
-            let l = chan.locked();
-            let st = l.state();
+        this.chan.with_state(|st, wake| {
             if this.waiter.queued {
                 // SAFETY: lock held; queued.
                 match unsafe { this.waiter.finish(cx) } {
@@ -202,7 +198,7 @@ impl<T> Future for SendFuture<'_, T> {
                     .value
                     .take()
                     .expect("SendFuture polled after it resolved");
-                match try_send_locked(st, v, &mut wake) {
+                match try_send_locked(st, v, wake) {
                     TrySend::Sent => Poll::Ready(Ok(())),
                     TrySend::Closed(v) => Poll::Ready(Err(SendError(v))),
                     TrySend::Full(v) => {
@@ -212,11 +208,7 @@ impl<T> Future for SendFuture<'_, T> {
                     }
                 }
             }
-        };
-        if let Some(u) = wake {
-            u.unpark();
-        }
-        r
+        })
     }
 }
 
@@ -226,14 +218,10 @@ impl<T> Future for RecvFuture<'_, T> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: nothing is moved out of the pinned future.
         let this = unsafe { self.get_unchecked_mut() };
-        let chan = this.chan;
         if !this.waiter.queued {
-            chan.deliver_due();
+            this.chan.deliver_due();
         }
-        let mut wake = None;
-        let r = {
-            let l = chan.locked();
-            let st = l.state();
+        this.chan.with_state(|st, wake| {
             if this.waiter.queued {
                 // SAFETY: lock held; queued.
                 match unsafe { this.waiter.finish(cx) } {
@@ -244,7 +232,7 @@ impl<T> Future for RecvFuture<'_, T> {
                     Some(_) => Poll::Ready(Err(RecvError)),
                 }
             } else {
-                match try_recv_locked(st, &mut wake) {
+                match try_recv_locked(st, wake) {
                     TryRecv::Got(v) => Poll::Ready(Ok(v)),
                     TryRecv::Closed => Poll::Ready(Err(RecvError)),
                     TryRecv::Empty => {
@@ -254,11 +242,7 @@ impl<T> Future for RecvFuture<'_, T> {
                     }
                 }
             }
-        };
-        if let Some(u) = wake {
-            u.unpark();
-        }
-        r
+        })
     }
 }
 
@@ -284,22 +268,17 @@ impl<T> Drop for RecvFuture<'_, T> {
         if !self.waiter.queued {
             return;
         }
-        let mut wake = None;
-        {
-            let l = self.chan.locked();
-            let st = l.state();
-            let s = self.waiter.sudog.get_mut();
+        let waiter = &mut self.waiter;
+        self.chan.with_state(|st, wake| {
+            let s = waiter.sudog.get_mut();
             if s.is_linked() {
                 // SAFETY: lock held; linked in `recvq`, where `enqueue` put it.
                 unsafe { st.recvq.remove(s) };
             } else if let (Outcome::Done, Some(v)) = (s.outcome, s.value.take()) {
                 // Sent to us, never taken: back to the channel ("calling off").
-                give_back_locked(st, v, &mut wake);
+                give_back_locked(st, v, wake);
             }
-        }
-        if let Some(u) = wake {
-            u.unpark();
-        }
+        });
     }
 }
 
@@ -309,15 +288,7 @@ impl<T> Drop for RecvFuture<'_, T> {
 /// buffered too: receivers drain a closed channel before they see it closed (its last
 /// `Receiver` cannot have gone: the future borrows one).
 fn give_back_locked<T>(st: &mut State<T>, v: T, wake: &mut Option<Unparker>) {
-    // SAFETY: the lock is held; a dequeued sudog is ours to complete.
-    unsafe {
-        let r = st.recvq.dequeue();
-        if !r.is_null() {
-            (*r).value = Some(v);
-            (*r).outcome = Outcome::Done;
-            *wake = (*r).take_unparker();
-            return;
-        }
+    if let Err(v) = hand_off_locked(st, v, wake) {
+        st.buf.push_front(v);
     }
-    st.buf.push_front(v);
 }

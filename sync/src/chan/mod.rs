@@ -169,6 +169,24 @@ impl<T> Chan<T> {
         r
     }
 
+    /// Runs `f` on the state under the lock; then, unlocked, wakes the waiter `f` left
+    /// in its second argument (the channel's rule: values move under the lock, wake-ups
+    /// happen after it).
+    pub(crate) fn with_state<R>(
+        &self,
+        f: impl FnOnce(&mut State<T>, &mut Option<Unparker>) -> R,
+    ) -> R {
+        let mut wake = None;
+        let r = {
+            let l = self.locked();
+            f(l.state(), &mut wake)
+        };
+        if let Some(u) = wake {
+            u.unpark();
+        }
+        r
+    }
+
     fn locked(&self) -> Locked<'_, T> {
         self.lock.lock();
         Locked { chan: self }
@@ -346,21 +364,36 @@ fn try_send_locked<T>(st: &mut State<T>, v: T, wake: &mut Option<Unparker>) -> T
     if st.closed {
         return TrySend::Closed(v);
     }
-    // SAFETY: the lock is held; a dequeued sudog is ours to complete.
-    unsafe {
-        let r = st.recvq.dequeue();
-        if !r.is_null() {
-            (*r).value = Some(v);
-            (*r).outcome = Outcome::Done;
-            *wake = (*r).take_unparker();
-            return TrySend::Sent;
-        }
-    }
+    let v = match hand_off_locked(st, v, wake) {
+        Ok(()) => return TrySend::Sent,
+        Err(v) => v,
+    };
     if st.buf.has_room() {
         st.buf.push_back(v);
         return TrySend::Sent;
     }
     TrySend::Full(v)
+}
+
+/// Moves `v` into the first waiting receiver's sudog and takes its unparker (the
+/// direct hand-off); gives `v` back if no receiver waits. Lock held.
+#[inline(always)]
+pub(crate) fn hand_off_locked<T>(
+    st: &mut State<T>,
+    v: T,
+    wake: &mut Option<Unparker>,
+) -> Result<(), T> {
+    // SAFETY: the lock is held; a dequeued sudog is ours to complete.
+    unsafe {
+        let r = st.recvq.dequeue();
+        if r.is_null() {
+            return Err(v);
+        }
+        (*r).value = Some(v);
+        (*r).outcome = Outcome::Done;
+        *wake = (*r).take_unparker();
+    }
+    Ok(())
 }
 
 /// Receives without blocking (Go: chanrecv's non-blocking part). Lock held.
