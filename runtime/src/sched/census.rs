@@ -5,7 +5,8 @@
 //! never touched goro may still wake everyone: a producer thread that computes, sleeps
 //! or reads a file before its first send on a goro channel. Go has no such threads
 //! (every goroutine is its own); goro does, so before it reports a deadlock it looks
-//! at every thread the kernel lists for the process (`/proc/self/task`). A thread that
+//! at every thread the kernel lists for the process (`/proc/self/task`, through the
+//! descriptors `procfs` holds, so that it still looks when the process is out of them). A thread that
 //! is goro's (an M, sysmon) is the scheduler's business; any other thread must be
 //! blocked in a futex wait with no timeout — a std lock, condvar, channel, `park` or
 //! `join` with nothing left to wake it — or the report is held back: a thread that
@@ -23,8 +24,9 @@
 //! signal; the check, like Go's, does not look for either. Where `/proc` cannot be
 //! read, nothing is known, and nothing is reported.
 
-use std::fs;
 use std::sync::OnceLock;
+
+use super::procfs;
 
 /// The bridge's test (see the module doc): true for a thread it started that can wake
 /// nobody now. Set once.
@@ -44,24 +46,23 @@ fn idle_helper(tid: i32) -> bool {
 /// Whether every thread of the process whose id `ours` rejects is blocked in an
 /// untimed futex wait (see the module doc). Stops at the first thread that is not.
 pub(crate) fn others_asleep_for_good(ours: impl Fn(i32) -> bool) -> bool {
-    let Ok(tasks) = fs::read_dir("/proc/self/task") else {
+    // Listed and read through the descriptors sysmon holds (see `procfs`), so that a
+    // process out of descriptors still gets its report.
+    let Some(tids) = procfs::tids() else {
         return false;
     };
-    for task in tasks {
-        let Some(tid) = task
-            .ok()
-            .and_then(|t| t.file_name().to_str()?.parse::<i32>().ok())
-        else {
-            return false;
-        };
+    let mut buf = [0u8; 256];
+    for tid in tids {
         if ours(tid) || idle_helper(tid) {
             continue;
         }
         // A thread that ended since the listing cannot wake anyone.
-        match fs::read_to_string(format!("/proc/self/task/{tid}/syscall")) {
-            Ok(line) if untimed_futex_wait(&line) => {}
-            Ok(_) => return false,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        match procfs::read_task_file(tid, "syscall", &mut buf) {
+            Ok(n) => match std::str::from_utf8(&buf[..n]) {
+                Ok(line) if untimed_futex_wait(line) => {}
+                _ => return false,
+            },
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => {}
             Err(_) => return false,
         }
     }

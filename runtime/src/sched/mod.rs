@@ -122,6 +122,7 @@ pub(crate) mod m;
 pub(crate) mod p;
 pub(crate) mod panics;
 pub(crate) mod park;
+pub(crate) mod procfs;
 pub(crate) mod runq;
 pub(crate) mod scan;
 pub(crate) mod schedule;
@@ -176,6 +177,18 @@ macro_rules! fatal {
     }};
 }
 pub(crate) use fatal;
+
+/// What to add to a fatal error of the runtime's start for `e`: a hint when the
+/// process is out of descriptors (or the system is), else nothing.
+pub(crate) fn scarcity(e: &std::io::Error) -> &'static str {
+    match e.raw_os_error() {
+        Some(libc::EMFILE | libc::ENFILE) => {
+            " (the process is out of file descriptors before goro started: raise \
+             `ulimit -n`, or start the runtime before taking them)"
+        }
+        _ => "",
+    }
+}
 
 /// The message of a panic payload, for reports.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
@@ -350,7 +363,7 @@ fn build(cfg: Config, usable: usize) -> Runtime {
         nm: AtomicUsize::new(0),
         nextern_spawned: AtomicI64::new(0),
         netpoll: Netpoll::new()
-            .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}")),
+            .unwrap_or_else(|e| fatal!("init: cannot create the netpoller: {e}{}", scarcity(&e))),
         timer_rr: AtomicUsize::new(0),
         allgs: allgs::AllGs::new(),
         g_free: g::GFree::new(),

@@ -124,11 +124,22 @@ pub(crate) fn start() {
     STARTED.get_or_init(|| {
         let (r, w) = match nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK) {
             Ok(fds) => fds,
+            // A runtime without sysmon has no retake, no preemption, no deadlock
+            // report and no SIGQUIT dump: it does not start, as without a netpoller.
             Err(e) => {
-                eprintln!("goro: sysmon: cannot create its wake pipe: {e}");
-                return;
+                let e = std::io::Error::from(e);
+                super::fatal!(
+                    "sysmon: cannot create its wake pipe: {e}{}",
+                    super::scarcity(&e)
+                )
             }
         };
+        if let Err(e) = super::procfs::init() {
+            super::fatal!(
+                "sysmon: cannot open /proc/self/task: {e}{}",
+                super::scarcity(&e)
+            );
+        }
         let _ = PIPE_R.set(r);
         // Release, paired with `poke`'s Acquire: a poker that sees the fd sees it open.
         PIPE_W.store(w.into_raw_fd(), Ordering::Release);
@@ -138,7 +149,7 @@ pub(crate) fn start() {
             .stack_size(256 * 1024)
             .spawn(run);
         if let Err(e) = spawned {
-            eprintln!("goro: sysmon: cannot start its thread: {e}");
+            super::fatal!("sysmon: cannot start its thread: {e}");
         }
     });
 }

@@ -1,0 +1,202 @@
+//! sysmon's view of the process's threads in `/proc`, with the descriptors it needs
+//! opened ahead of time.
+//!
+//! Go's sysmon needs no descriptor; goro's asks `/proc` whether a thread sleeps in the
+//! kernel (`MShared::sleeping_in_kernel`) and what the threads that are not goro's
+//! wait in (the deadlock census). A program out of descriptors (EMFILE, the state a
+//! leaking server ends up in) must not blind it, so:
+//!
+//! - every M opens its own `/proc/self/task/TID/stat` when it starts and keeps it
+//!   ([`own_stat`]); sysmon re-reads it with `pread` at offset 0, which regenerates
+//!   the text. One descriptor per M, for the life of the M.
+//! - the census lists `/proc/self/task` through a directory descriptor opened when
+//!   sysmon starts ([`init`]), rewound and read with `getdents64` each time;
+//! - the one file it opens at need, a foreign thread's `syscall` line, falls back on
+//!   a reserve descriptor held for the purpose: at EMFILE or ENFILE the reserve is
+//!   closed, the open retried in the slot it freed, and the reserve taken again after
+//!   (`dup` of the directory). Another thread that opens a file between the close and
+//!   the retry can take the slot; the census then holds its report back this round
+//!   and tries again on the next (it never reports on what it could not read).
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::FileExt;
+use std::sync::OnceLock;
+
+use std::sync::Mutex;
+
+/// The directory `/proc/self/task` and the reserve descriptor (see the module doc).
+struct TaskDir {
+    dir: OwnedFd,
+    /// Held to be closed when an open fails for want of a descriptor; `None` while
+    /// it could not be taken again. A std lock: sysmon is its only user, and it holds
+    /// no other lock around it.
+    reserve: Mutex<Option<OwnedFd>>,
+}
+
+/// Set once by [`init`]; `None` inside: `/proc` is not there (nothing is known, and
+/// the census reports nothing, as before).
+static TASKS: OnceLock<Option<TaskDir>> = OnceLock::new();
+
+/// Opens the task directory and its reserve (from sysmon's start). Err only for a
+/// want of descriptors or memory, which the caller treats as fatal: a sysmon that
+/// cannot watch must not start half-blind. A `/proc` that is not mounted is Ok.
+pub(crate) fn init() -> io::Result<()> {
+    let mut err = None;
+    TASKS.get_or_init(|| match open_dir() {
+        Ok(td) => Some(td),
+        Err(e) if scarce(&e) => {
+            err = Some(e);
+            None
+        }
+        Err(_) => None,
+    });
+    err.map_or(Ok(()), Err)
+}
+
+fn open_dir() -> io::Result<TaskDir> {
+    let dir = open_at(libc::AT_FDCWD, c"/proc/self/task", libc::O_DIRECTORY)?;
+    let reserve = dup(&dir)?;
+    Ok(TaskDir {
+        dir,
+        reserve: Mutex::new(Some(reserve)),
+    })
+}
+
+/// Whether `e` says the process (or the system) is out of descriptors or memory.
+fn scarce(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EMFILE | libc::ENFILE | libc::ENOMEM)
+    )
+}
+
+fn open_at(dir: RawFd, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    // SAFETY: a NUL-terminated path; the flags open read-only.
+    let fd = unsafe { libc::openat(dir, path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC | flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a descriptor we just opened and own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn dup(fd: &OwnedFd) -> io::Result<OwnedFd> {
+    fd.try_clone()
+}
+
+/// The calling thread's own `stat` file, to keep (see the module doc). None if it
+/// cannot be opened (out of descriptors when the M started, or no `/proc`).
+pub(crate) fn own_stat() -> Option<File> {
+    let tid = nix::unistd::gettid().as_raw();
+    let path = std::ffi::CString::new(format!("/proc/self/task/{tid}/stat")).ok()?;
+    open_at(libc::AT_FDCWD, &path, 0).ok().map(File::from)
+}
+
+/// Re-reads a kept `stat` file: the thread's state letter (`R`, `S`, `D`, ...), None
+/// if the thread has ended or the file cannot be read.
+pub(crate) fn state_of(stat: &File) -> Option<char> {
+    let mut buf = [0u8; 512];
+    let n = stat.read_at(&mut buf, 0).ok()?;
+    state_in(&buf[..n])
+}
+
+/// The state letter of a `stat` line: it follows the command name, which is in
+/// parentheses and may itself hold spaces or parentheses.
+fn state_in(stat: &[u8]) -> Option<char> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    stat[close + 1..]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .map(|&b| b as char)
+}
+
+/// The state letter of thread `tid` of this process, opening its `stat` at need (an M
+/// that could not keep its own); `Err` if it could not be read.
+pub(crate) fn state_of_tid(tid: i32) -> io::Result<Option<char>> {
+    let mut buf = [0u8; 512];
+    let n = read_task_file(tid, "stat", &mut buf)?;
+    Ok(state_in(&buf[..n]))
+}
+
+/// The ids of the process's threads; None if they cannot be listed.
+pub(crate) fn tids() -> Option<Vec<i32>> {
+    let td = TASKS.get()?.as_ref()?;
+    let fd = td.dir.as_raw_fd();
+    // SAFETY: rewinding a directory descriptor we hold.
+    if unsafe { libc::lseek(fd, 0, libc::SEEK_SET) } < 0 {
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        // SAFETY: the kernel writes at most `buf.len()` bytes of dirents into `buf`.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), buf.len()) };
+        if n < 0 {
+            return None;
+        }
+        if n == 0 {
+            return Some(out);
+        }
+        let mut at = 0usize;
+        while at + 19 < n as usize {
+            // linux_dirent64: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
+            let reclen = u16::from_ne_bytes([buf[at + 16], buf[at + 17]]) as usize;
+            if reclen == 0 || at + reclen > n as usize {
+                return None;
+            }
+            let name = &buf[at + 19..at + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if let Some(tid) = std::str::from_utf8(name).ok().and_then(|s| s.parse().ok()) {
+                out.push(tid);
+            }
+            at += reclen;
+        }
+    }
+}
+
+/// Reads `/proc/self/task/TID/NAME` into `buf`, with the reserve descriptor behind
+/// the open (see the module doc). `NotFound` (or ESRCH) if the thread has ended.
+pub(crate) fn read_task_file(tid: i32, name: &str, buf: &mut [u8]) -> io::Result<usize> {
+    let Some(td) = TASKS.get().and_then(Option::as_ref) else {
+        return Err(io::Error::from(io::ErrorKind::Unsupported));
+    };
+    let path = std::ffi::CString::new(format!("{tid}/{name}"))
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let file = match open_at(td.dir.as_raw_fd(), &path, 0) {
+        Err(e) if scarce(&e) => {
+            let mut reserve = td.reserve.lock().unwrap_or_else(|e| e.into_inner());
+            // Give the reserve's slot to this open, then take the reserve back.
+            drop(reserve.take());
+            let r = open_at(td.dir.as_raw_fd(), &path, 0);
+            let got = r.map(File::from).and_then(|f| f.read_at(buf, 0));
+            *reserve = dup(&td.dir).ok();
+            return got;
+        }
+        r => File::from(r?),
+    };
+    file.read_at(buf, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_state_after_the_command_name() {
+        assert_eq!(state_in(b"12 (a) b) S 1 2"), Some('S'));
+        assert_eq!(state_in(b"12 (goro-m0) R 1"), Some('R'));
+        assert_eq!(state_in(b"12 (no close"), None);
+    }
+
+    #[test]
+    fn lists_this_thread_and_reads_its_state() {
+        init().unwrap();
+        let me = nix::unistd::gettid().as_raw();
+        assert!(tids().unwrap().contains(&me));
+        // The reading thread runs.
+        assert_eq!(state_of(&own_stat().unwrap()), Some('R'));
+        assert_eq!(state_of_tid(me).unwrap(), Some('R'));
+    }
+}
