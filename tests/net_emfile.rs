@@ -1,7 +1,8 @@
 //! accept under descriptor exhaustion: a server limited to 64 file descriptors
 //! (a child process, RLIMIT_NOFILE) and 200 clients. accept hits EMFILE, backs off,
 //! and keeps serving as connections close; no client is lost and the server does
-//! not spin (its CPU time stays low while it waits).
+//! not spin (its CPU time stays low while it waits). The back-offs are visible: a
+//! count in `debug::stats` and a line on stderr, at most one a second.
 
 mod common;
 
@@ -33,6 +34,8 @@ fn child_entry() {
     std::thread::spawn(|| {
         let mut sink = String::new();
         let _ = std::io::stdin().read_to_string(&mut sink);
+        println!("BACKOFFS {}", goro::debug::stats().accept_backoffs);
+        std::io::stdout().flush().unwrap();
         std::process::exit(0);
     });
     goro::go!(move || loop {
@@ -115,6 +118,20 @@ fn accept_survives_descriptor_exhaustion() {
             &failed[..failed.len().min(5)]
         );
         assert!(status.success(), "server: {status:?}\n{err}");
+        let mut rest = String::new();
+        out.read_to_string(&mut rest).unwrap();
+        let backoffs: u64 = rest
+            .split("BACKOFFS ")
+            .nth(1)
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no BACKOFFS line: {rest}"));
+        let said = err.matches("goro: net: accept error: ").count();
+        assert!(backoffs > 0, "the server never backed off; stderr:\n{err}");
+        assert!(
+            said >= 1 && said as u64 <= backoffs && said as u64 <= wall.as_secs() + 2,
+            "{said} lines for {backoffs} back-offs in {wall:?}:\n{err}"
+        );
+        assert!(err.contains("Too many open files"), "{err}");
         // Backing off, not spinning: the server used well under one CPU.
         assert!(
             cpu < wall / 2 + Duration::from_millis(100),

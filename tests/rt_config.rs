@@ -145,3 +145,42 @@ fn bad_env_is_an_error_naming_the_variable() {
         assert_eq!(goro::maxprocs(), 2);
     });
 }
+
+/// The variables goro reads where it needs them (a dump's layout, a fallback for
+/// testing) are checked with the others before anything starts: `from_env` and
+/// `init` name the variable, and the implicit start panics naming it. Before, junk
+/// there was ignored (and a bad `GORO_PIDFD` panicked only after `goro::process` had
+/// started the child).
+#[test]
+fn variables_read_later_are_checked_before_the_start() {
+    const JUNK: [(&str, &str); 4] = [
+        ("GORO_STACK_GUARD", "mprotekt"),
+        ("GORO_DUMP", "every"),
+        ("GORO_TRACEBACK", "2"),
+        ("GORO_PIDFD", "junk"),
+    ];
+    let set = JUNK
+        .iter()
+        .find(|(k, v)| std::env::var(k).as_deref() == Ok(*v));
+    let Some(&(name, _)) = set else {
+        // The parent: one child per variable.
+        for (k, v) in JUNK {
+            common::alone(
+                "variables_read_later_are_checked_before_the_start",
+                &[(k, v)],
+            );
+        }
+        return;
+    };
+    with_timeout(T, move || {
+        let e = Config::from_env().unwrap_err();
+        assert!(e.to_string().starts_with(&format!("{name}: ")), "{e}");
+        assert_eq!(invalid_setting(Config::new().init()), name);
+        let payload = std::panic::catch_unwind(|| goro::go!(|| ()).join()).unwrap_err();
+        let msg = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(msg.contains(name), "{msg}");
+    });
+}

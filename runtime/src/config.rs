@@ -11,7 +11,12 @@
 //! - `GORO_STACK_SIZE`: the default coroutine stack size in bytes, with an optional
 //!   `k`/`K`/`KiB` or `m`/`M`/`MiB` suffix (default 256 KiB).
 //! - `GORO_STACK_GUARD=mprotect`: use `mprotect` guard pages even where
-//!   `MADV_GUARD_INSTALL` works (for testing the fallback).
+//!   `MADV_GUARD_INSTALL` works (for testing the fallback; `auto`, the default,
+//!   detects).
+//! - `GORO_DUMP=each`: the SIGQUIT dump and the deadlock report print every coroutine
+//!   on its own (`grouped`, the default, folds alike ones into one entry).
+//! - `GORO_TRACEBACK=all`: the dumps keep goro's own frames (`user`, the default,
+//!   leaves them out).
 //! - `GORO_SCHEDTRACE=N`: sysmon prints a scheduler state line on stderr every N ms
 //!   (N ≥ 1; unset: never).
 //! - `GORO_DEADLOCK`: `ignore` turns deadlock detection off; `detect` (the default)
@@ -39,7 +44,9 @@
 //!
 //! A value that does not parse stops the program at the implicit start with a message
 //! naming the variable (a typo in a tuning knob should not silently fall back to a
-//! default); `Config::from_env` returns it as a `ConfigError::Invalid` instead.
+//! default); `Config::from_env` returns it as a `ConfigError::Invalid` instead, and
+//! `Config::init` too for the variables the runtime reads later (`GORO_STACK_GUARD`,
+//! `GORO_DUMP`, `GORO_TRACEBACK`, `GORO_PIDFD`), which no builder method replaces.
 
 use crate::stack;
 
@@ -134,6 +141,31 @@ fn invalid(setting: &'static str, reason: impl Into<String>) -> ConfigError {
     }
 }
 
+/// The variables the runtime reads where it needs them, not into a [`Config`] (a
+/// diagnostic's layout, a fallback for testing), with the values each takes: checked
+/// with the rest before anything starts, from the environment as `from_env` or the
+/// code's `Config` would leave them, since neither replaces them.
+const READ_LATER: [(&str, &[&str]); 4] = [
+    ("GORO_STACK_GUARD", &["mprotect", "auto"]),
+    ("GORO_DUMP", &["each", "grouped"]),
+    ("GORO_TRACEBACK", &["all", "user"]),
+    ("GORO_PIDFD", &["on", "off"]),
+];
+
+/// Checks the [`READ_LATER`] variables that are set.
+fn check_read_later() -> Result<(), ConfigError> {
+    for (name, values) in READ_LATER {
+        env_var(name, |v| {
+            if values.contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("must be one of {values:?}, got {v:?}"))
+            }
+        })?;
+    }
+    Ok(())
+}
+
 /// Reads variable `name` with `parse`; `None` if it is unset.
 fn env_var<T>(
     name: &'static str,
@@ -180,6 +212,7 @@ impl Config {
     /// module doc of `config.rs`, and docs/guide.md). A variable that does not parse
     /// is an [`ConfigError::Invalid`] naming it.
     pub fn from_env() -> Result<Config, ConfigError> {
+        check_read_later()?;
         let mut c = Config::new();
         if let Some(n) = env_var("GORO_MAXPROCS", parse_maxprocs)? {
             c.maxprocs = n;
@@ -271,6 +304,7 @@ impl Config {
 
     /// Checks every setting; returns the usable stack size. `init` calls it.
     pub(crate) fn check(&self) -> Result<usize, ConfigError> {
+        check_read_later()?;
         if !(1..=MAX_TOKIO_WORKERS).contains(&self.tokio_workers) {
             return Err(invalid(
                 "tokio_workers",

@@ -266,6 +266,7 @@ pub fn park(reason: WaitReason) {
 /// not panic (a panic there aborts the process with a message).
 #[inline]
 pub fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F) {
+    sched::not_in_forked_child();
     if let Err(commit) = sched::park_current_g(reason, commit) {
         // A plain thread: no switch to wait for, so the commit runs right here.
         commit();
@@ -316,6 +317,7 @@ pub fn park_timeout(reason: WaitReason, deadline: Instant) -> bool {
 /// wake-up on its way, as a coroutine's pending timer is, and the thread may go on to
 /// wake everyone else.
 fn park_thread_timeout<F: FnOnce()>(deadline: Instant, commit: F) -> bool {
+    sched::not_in_forked_child();
     commit();
     THREAD_WAITER.with(|t| {
         if !t.cell.try_park() {

@@ -342,9 +342,11 @@ impl fmt::Debug for Child {
 fn pidfd_open(pid: u32) -> Option<PollFd<OwnedFd>> {
     static OFF: OnceLock<bool> = OnceLock::new();
     let off = *OFF.get_or_init(|| match std::env::var("GORO_PIDFD").as_deref() {
-        Err(_) | Ok("on") => false,
         Ok("off") => true,
-        Ok(v) => panic!("goro: GORO_PIDFD must be `on` or `off`, got {v:?}"),
+        // Checked with the other settings when the runtime started (config.rs), before
+        // any child could be started and left unreaped by a panic here; a value the
+        // program set since then is not a setting goro reads.
+        _ => false,
     });
     if off {
         return None;

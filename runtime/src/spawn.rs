@@ -166,6 +166,32 @@ pub(crate) struct Packet<T> {
     state: JoinState,
     result: UnsafeCell<Option<thread::Result<T>>>,
     joiner: UnsafeCell<Option<Unparker>>,
+    /// The coroutine's id, stored by `complete` (Relaxed: read only by `drop`, which
+    /// the last reference runs after every other holder's drop has synchronised with
+    /// it through the `Arc`'s count), for the report of a result that panics on drop.
+    id: std::sync::atomic::AtomicU64,
+}
+
+impl<T> Drop for Packet<T> {
+    /// A result nobody took (a detached coroutine's, or one whose handle was dropped
+    /// unjoined) is dropped here; a value or panic payload whose `Drop` panics ends
+    /// the program, as std's "thread result panicked on drop" does, with a message
+    /// that names the coroutine (it could unwind nowhere: this often runs on an M's
+    /// scheduler stack).
+    fn drop(&mut self) {
+        let Some(r) = self.result.get_mut().take() else {
+            return;
+        };
+        let panicked = r.is_err();
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(r))).is_err() {
+            sched::fatal!(
+                "coroutine {}: its {} panicked on drop, with no JoinHandle to take it (std \
+                 aborts the same way: \"thread result panicked on drop\")",
+                self.id.get_mut(),
+                if panicked { "panic payload" } else { "result" }
+            );
+        }
+    }
 }
 
 // SAFETY: `result` is written by the coroutine before `finish` and read by the joiner
@@ -183,6 +209,7 @@ impl<T> Packet<T> {
             state: JoinState::new(),
             result: UnsafeCell::new(None),
             joiner: UnsafeCell::new(None),
+            id: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -190,6 +217,9 @@ impl<T> Packet<T> {
     /// no handle will take ends the program (see "a panic is never lost").
     pub(crate) fn complete(&self, r: thread::Result<T>) {
         let panicked = r.is_err();
+        // Relaxed: see the field.
+        self.id
+            .store(sched::current_id().unwrap_or(0), Ordering::Relaxed);
         // SAFETY: only the coroutine writes `result`, and only here, before `finish`.
         unsafe { *self.result.get() = Some(r) };
         match self.state.finish() {
@@ -227,6 +257,14 @@ impl<T> JoinInner<T> {
     /// Waits for the coroutine to finish, until `deadline` if there is one: parks the
     /// calling coroutine, or blocks the calling thread. True once it has finished;
     /// false if the deadline came first (the wait is withdrawn: see the module doc).
+    /// Panics if the caller is the coroutine it would wait for (std's `join` of the
+    /// current thread fails with EDEADLK; waiting would park it for ever).
+    fn not_self_join(&self) {
+        if crate::sched::current_id() == Some(self.id()) {
+            self_join(self.id());
+        }
+    }
+
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> bool {
         let packet = &*self.packet;
         if packet.state.is_done() {
@@ -235,6 +273,7 @@ impl<T> JoinInner<T> {
         if deadline.is_some_and(|d| d <= Instant::now()) {
             return false;
         }
+        self.not_self_join();
         let u = park::prepare();
         // SAFETY: the state is RUNNING (not DONE, and WAITING only between our own
         // begin_wait and its end), so the joiner (us) owns `joiner`.
@@ -488,6 +527,16 @@ where
     Builder::new()
         .spawn(f)
         .unwrap_or_else(|e| panic!("failed to spawn coroutine: {e}"))
+}
+
+/// The panic of a coroutine that joins its own handle.
+#[cold]
+#[inline(never)]
+fn self_join(id: u64) -> ! {
+    panic!(
+        "failed to join coroutine {id}: a coroutine cannot join itself, it would wait for \
+         ever (std: Resource deadlock avoided)"
+    )
 }
 
 /// An owned permission to join a coroutine: wait for it to end and take its result.

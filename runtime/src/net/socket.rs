@@ -17,6 +17,34 @@ use super::poll::{closed_error, Dir, PollDesc};
 use crate::sys;
 
 /// The first back-off after `accept` finds no descriptor left (EMFILE, ENFILE).
+/// Accept back-offs so far, process-wide (`debug::stats().accept_backoffs`). Relaxed:
+/// a count for display.
+pub(crate) static ACCEPT_BACKOFFS: AtomicU64 = AtomicU64::new(0);
+
+/// When the last back-off line went to stderr (`nanotime`), 0 for never.
+static ACCEPT_BACKOFF_SAID: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// An accept failed for want of descriptors or memory and backs off for `wait`: count
+/// it, and say so on stderr at most once a second, as Go's `net/http` server logs
+/// "Accept error: ...; retrying in ...". A server that leaks descriptors stops
+/// accepting; this is how its operator learns why.
+fn accept_backoff(e: &io::Error, wait: Duration) {
+    ACCEPT_BACKOFFS.fetch_add(1, Ordering::Relaxed);
+    let now = crate::timers::nanotime();
+    // Relaxed: a rate limit; the exchange decides who prints, nothing else is read.
+    let last = ACCEPT_BACKOFF_SAID.load(Ordering::Relaxed);
+    if (last == 0 || now - last >= 1_000_000_000)
+        && ACCEPT_BACKOFF_SAID
+            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        eprintln!(
+            "goro: net: accept error: {e}; retrying in {wait:?} ({} back-offs so far)",
+            ACCEPT_BACKOFFS.load(Ordering::Relaxed)
+        );
+    }
+}
+
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(5);
 /// The longest one.
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
@@ -336,8 +364,10 @@ impl<S: AsFd> Registered<S> {
     /// Waits for a connection (`accept4`, the new socket non-blocking and close-on-exec
     /// at birth). When the process runs out of file descriptors (EMFILE, ENFILE) or
     /// memory it backs off (5 ms, doubling up to 1 s) and retries rather than failing
-    /// or spinning; connections wait in the kernel's backlog meanwhile. A connection
-    /// aborted before it was accepted is skipped.
+    /// or spinning; connections wait in the kernel's backlog meanwhile. Each back-off
+    /// counts in `debug::stats().accept_backoffs` and is said on stderr, at most once
+    /// a second (see [`accept_backoff`]). A connection aborted before it was accepted
+    /// is skipped.
     pub(crate) fn accept(&self) -> io::Result<(OwnedFd, SockAddr)> {
         let mut backoff = ACCEPT_BACKOFF_MIN;
         let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
@@ -355,6 +385,7 @@ impl<S: AsFd> Registered<S> {
                         Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
                     ) =>
                 {
+                    accept_backoff(&e, backoff);
                     crate::time::sleep(backoff);
                     backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
                 }

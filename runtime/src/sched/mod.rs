@@ -178,6 +178,32 @@ macro_rules! fatal {
 }
 pub(crate) use fatal;
 
+/// Set in the child of a `fork` of a process whose runtime had started: the runtime's
+/// threads (its Ms, sysmon, the poller's M) stayed in the parent, so nothing would
+/// ever run a coroutine here or wake a waiter (see [`not_in_forked_child`]).
+static FORKED_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Panics in a forked child (see [`FORKED_CHILD`]): the calls that would wait for a
+/// runtime thread (a spawn, a plain thread's park) check it, so a child that uses goro
+/// fails at once instead of hanging. Go's rule is the same: after `fork`, exec.
+#[inline]
+pub(crate) fn not_in_forked_child() {
+    // Relaxed: set before anything else the child runs, by its only thread.
+    if FORKED_CHILD.load(Ordering::Relaxed) {
+        forked_child();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn forked_child() -> ! {
+    panic!(
+        "goro: this process is a child of fork(): goro's runtime (its threads, poller and \
+         sysmon) stayed in the parent, so a coroutine here would never run. A forked \
+         child may only exec (std::process::Command does it for you)"
+    )
+}
+
 /// What to add to a fatal error of the runtime's start for `e`: a hint when the
 /// process is out of descriptors (or the system is), else nothing.
 pub(crate) fn scarcity(e: &std::io::Error) -> &'static str {
@@ -346,6 +372,12 @@ impl Config {
 
 /// Builds the runtime from a checked configuration (`usable`: its stack size, checked).
 fn build(cfg: Config, usable: usize) -> Runtime {
+    extern "C" fn in_child() {
+        // Relaxed: the child has one thread, this one.
+        FORKED_CHILD.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: registers a handler that only stores to an atomic (async-signal-safe).
+    unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
     crate::stack::overflow::install();
     panics::install();
     crate::membarrier::init(cfg.membarrier);

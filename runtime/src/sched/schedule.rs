@@ -691,6 +691,7 @@ pub(crate) fn spawn_g(
     pinned: bool,
     main: impl FnOnce() + Send + 'static,
 ) -> io::Result<u64> {
+    super::not_in_forked_child();
     let rt = rt();
     let usable = match stack_size {
         Some(s) => stack::usable_size(s)?,

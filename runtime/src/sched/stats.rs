@@ -49,6 +49,10 @@ pub struct Stats {
     pub timers: usize,
     /// Callers (coroutines or threads) parked on a socket, waiting for the netpoller.
     pub io_waiters: usize,
+    /// Times `goro::net`'s `accept` backed off for want of descriptors or memory
+    /// (EMFILE, ENFILE, ENOBUFS, ENOMEM) since the program started. Each is also said
+    /// on stderr, at most once a second.
+    pub accept_backoffs: u64,
 }
 
 /// What a coroutine is doing, in a [`CoroutineInfo`].
@@ -198,5 +202,7 @@ pub(crate) fn stats() -> Stats {
         blocking,
         timers,
         io_waiters: rt.netpoll.waiters(),
+        // Relaxed: a count for display (see the field).
+        accept_backoffs: crate::net::socket::ACCEPT_BACKOFFS.load(Ordering::Relaxed),
     }
 }

@@ -1,8 +1,10 @@
-//! Out of descriptors, goro keeps its promises or says why (issue 37): sysmon still
-//! retakes the P of a thread blocked outside goro and still reports a deadlock when
-//! every descriptor is taken, and a runtime that starts short of descriptors either
-//! starts whole or stops with a fatal error that names the cause. Each case runs in a
-//! child process (its descriptor limit lowered), at 1 and 2 Ps.
+//! Faults a loaded server or a misused API meets, and how goro answers them (issue 37):
+//! out of descriptors, sysmon still retakes the P of a thread blocked outside goro and
+//! still reports a deadlock, and a runtime that starts short of descriptors either
+//! starts whole or stops with a fatal error that names the cause; a coroutine that
+//! joins itself panics as std's `join` fails; a goro call in a forked child panics
+//! and says to exec. What ends or limits a process runs in a child process, at 1 and
+//! 2 Ps.
 
 mod common;
 
@@ -10,7 +12,7 @@ use std::fs::File;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-const SCENARIO_ENV: &str = "GORO_TEST_EXHAUSTION";
+const SCENARIO_ENV: &str = "GORO_TEST_FAULTS";
 
 /// How long a blocker holds its P in the kernel, unseen by goro.
 const BLOCK: Duration = Duration::from_millis(1500);
@@ -95,6 +97,65 @@ fn a_runtime_short_of_descriptors_starts_whole_or_not_at_all() {
     }
     // The top of the range is enough to start.
     assert!(started > 0, "never started with up to 9 descriptors free");
+}
+
+/// A coroutine that joins its own handle panics with a message naming the rule (std:
+/// "failed to join thread: Resource deadlock avoided"); before, it parked for ever.
+#[test]
+fn a_coroutine_that_joins_itself_panics() {
+    common::with_timeout(Duration::from_secs(30), || {
+        let (tx, rx) = goro::chan::channel::<goro::JoinHandle<String>>(1);
+        let (done_tx, done_rx) = goro::chan::channel::<String>(1);
+        tx.send(goro::go!(move || {
+            let me = rx.recv().unwrap();
+            let id = goro::current_id().unwrap();
+            let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.join()))
+                .expect_err("joined itself");
+            let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+            done_tx.send(format!("{id}: {msg}")).unwrap();
+            String::new()
+        }))
+        .unwrap();
+        let msg = done_rx.recv().unwrap();
+        let (id, msg) = msg.split_once(": ").unwrap();
+        assert!(
+            msg.contains(&format!("failed to join coroutine {id}"))
+                && msg.contains("cannot join itself"),
+            "{msg}"
+        );
+    });
+}
+
+/// `fork()` while the runtime runs, then a goro call in the child: it panics with a
+/// message that says to exec, at once; before, the child hung on its first join.
+#[test]
+fn a_goro_call_in_a_forked_child_panics() {
+    for procs in ["1", "2"] {
+        let o = run("fork", procs, &[]);
+        let t = text(&o);
+        assert!(o.status.success(), "{t}");
+        assert!(t.contains("CHILD PANICKED"), "{t}");
+        assert!(t.contains("child of fork()") && t.contains("exec"), "{t}");
+    }
+}
+
+/// A detached coroutine's panic payload whose `Drop` panics (with the program told to
+/// go on after detached panics): the program aborts, as std's "thread result panicked
+/// on drop", with a message naming the coroutine; before, "M 0 panicked on its
+/// scheduler stack".
+#[test]
+fn a_payload_that_panics_on_drop_names_its_coroutine() {
+    for procs in ["1", "2"] {
+        let o = run("payload_drop", procs, &[("GORO_DETACHED_PANIC", "ignore")]);
+        let t = text(&o);
+        assert!(!o.status.success(), "{t}");
+        assert!(!t.contains("not reached"), "{t}");
+        assert!(
+            t.contains("goro: fatal error: coroutine ")
+                && t.contains("its panic payload panicked on drop"),
+            "{t}"
+        );
+    }
 }
 
 /// Lowers the soft descriptor limit to 256 and opens /dev/null until EMFILE, then
@@ -183,6 +244,56 @@ fn scenario_child() {
                 .unwrap();
             let _files = exhaust(free);
             probe_behind_blocked_ps();
+        }
+        "payload_drop" => {
+            struct Bomb;
+            impl Drop for Bomb {
+                fn drop(&mut self) {
+                    panic!("the payload's drop panics");
+                }
+            }
+            goro::go!(|| std::panic::panic_any(Bomb));
+            goro::time::sleep(Duration::from_millis(500));
+            println!("not reached");
+        }
+        "fork" => {
+            assert_eq!(goro::go!(|| 1).join().unwrap(), 1);
+            // SAFETY: the child only runs the code below and leaves with _exit.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                let r = std::panic::catch_unwind(|| goro::go!(|| 1).join().unwrap());
+                let line: &[u8] = if r.is_err() {
+                    b"CHILD PANICKED\n"
+                } else {
+                    b"CHILD RAN A COROUTINE\n"
+                };
+                // SAFETY: writing our own buffer to stdout, then leaving without
+                // running the parent's exit handlers.
+                unsafe {
+                    libc::write(1, line.as_ptr().cast(), line.len());
+                    libc::_exit(0);
+                }
+            }
+            // The parent: the child must be gone within 20 s (a hang fails here).
+            let t = Instant::now();
+            let mut status = 0;
+            loop {
+                // SAFETY: our own child, a valid out-pointer.
+                let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+                if r == pid {
+                    break;
+                }
+                if t.elapsed() > Duration::from_secs(20) {
+                    // SAFETY: our own child.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    panic!("the forked child hung");
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+            // And the parent's runtime goes on.
+            assert_eq!(goro::go!(|| 2).join().unwrap(), 2);
         }
         other => panic!("unknown scenario {other}"),
     }
