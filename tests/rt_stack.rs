@@ -92,8 +92,92 @@ fn child_entry() {
             };
             eprintln!("spawned {n} then: {err}");
         }
+        "exhaust_as" | "exhaust_maps" => {
+            // Spawn parked coroutines until a stack cannot be mapped (under an
+            // address-space limit, or at the mapping count with mprotect guards), then
+            // release them all and spawn again: the error names the limit, and the
+            // program that got it recovers.
+            goro::go!(|| ()).join().unwrap();
+            if what == "exhaust_as" {
+                let mapped = std::fs::read_to_string("/proc/self/statm").unwrap();
+                let pages: u64 = mapped.split_whitespace().next().unwrap().parse().unwrap();
+                // SAFETY: sysconf has no preconditions.
+                let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64;
+                let lim = libc::rlimit {
+                    rlim_cur: pages * page + (2 << 30),
+                    rlim_max: libc::RLIM_INFINITY,
+                };
+                // SAFETY: setrlimit with a valid struct.
+                assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) }, 0);
+            }
+            let parked = Arc::new(Mutex::new(Vec::<Unparker>::with_capacity(300_000)));
+            let mut hs = Vec::with_capacity(300_000);
+            let (tx, rx) = goro::chan::channel::<u32>(0);
+            let err = loop {
+                let p = parked.clone();
+                let rx = rx.clone();
+                // Nine in ten wait on a channel (closing it readies them all at
+                // once, as Go's closechan), the rest park on their own.
+                let body = move || {
+                    if on_the_channel() {
+                        let _ = rx.recv();
+                    } else {
+                        p.lock().unwrap().push(park::prepare());
+                        park::park(WaitReason::Park);
+                    }
+                };
+                match goro::Builder::new().spawn(body) {
+                    Ok(h) => hs.push(h),
+                    Err(e) => break e,
+                }
+                assert!(hs.len() < 300_000, "no limit was hit");
+            };
+            let n = hs.len();
+            eprintln!("spawned {n} then: {err}");
+            // `go!`'s panic at the limit, with a backtrace (RUST_BACKTRACE=1 in the
+            // parent's env for this child): reported, caught, not a hang.
+            let r = std::panic::catch_unwind(|| {
+                for _ in 0..64 {
+                    drop(goro::go!(|| ()));
+                }
+            });
+            eprintln!(
+                "go! at the limit: {}",
+                if r.is_err() { "panicked" } else { "spawned" }
+            );
+            // Release: close the channel (its receivers wake), unpark the rest.
+            while parked.lock().unwrap().len() < n / 20 {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            drop(tx);
+            drop(rx);
+            loop {
+                let us: Vec<Unparker> = std::mem::take(&mut *parked.lock().unwrap());
+                for u in us {
+                    u.unpark();
+                }
+                if hs.iter().all(|h| h.is_finished()) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            for h in hs {
+                h.join().unwrap();
+            }
+            // And spawn again.
+            let again: Vec<_> = (0..1000u32).map(|i| goro::go!(move || i)).collect();
+            let sum: u32 = again.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(sum, 999 * 1000 / 2);
+            eprintln!("recovered");
+        }
         other => panic!("unknown child {other}"),
     }
+}
+
+/// Whether the calling coroutine is one of the exhaustion children's channel waiters
+/// (nine in ten, by id).
+fn on_the_channel() -> bool {
+    goro::current_id().unwrap_or(0) % 10 != 0
 }
 
 #[inline(never)]
@@ -154,6 +238,43 @@ fn exhaustion_is_an_error_naming_max_map_count() {
     let (status, stderr) = run_child("exhaust_mprotect", &[("GORO_STACK_GUARD", "mprotect")]);
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("vm.max_map_count"), "{stderr}");
+}
+
+/// Under an address-space limit (`ulimit -v`, RLIMIT_AS), a spawn that cannot map a
+/// stack is an `Err` that names that limit (it named vm.max_map_count), and the
+/// program releases what it holds (closing a channel readies its waiters, unparking
+/// the rest) and spawns again, in every run (5 at each of 1 and 2 Ps); `go!`'s panic
+/// there, with a backtrace, neither aborts nor hangs.
+#[test]
+fn address_space_exhaustion_names_rlimit_as_and_recovers() {
+    for procs in ["1", "2"] {
+        for run in 0..5 {
+            let env = [("GORO_MAXPROCS", procs), ("RUST_BACKTRACE", "1")];
+            let (status, stderr) = run_child("exhaust_as", &env);
+            assert!(
+                status.success(),
+                "{procs} Ps, run {run}: {status:?}\n{stderr}"
+            );
+            assert!(stderr.contains("RLIMIT_AS"), "{stderr}");
+            assert!(stderr.contains("recovered"), "{stderr}");
+        }
+    }
+}
+
+/// At the mapping count (mprotect guards: two mappings a stack), the same recovery.
+#[test]
+fn map_count_exhaustion_recovers() {
+    for procs in ["1", "2"] {
+        let env = [
+            ("GORO_STACK_GUARD", "mprotect"),
+            ("GORO_MAXPROCS", procs),
+            ("RUST_BACKTRACE", "1"),
+        ];
+        let (status, stderr) = run_child("exhaust_maps", &env);
+        assert!(status.success(), "{procs} Ps: {status:?}\n{stderr}");
+        assert!(stderr.contains("vm.max_map_count"), "{stderr}");
+        assert!(stderr.contains("recovered"), "{stderr}");
+    }
 }
 
 /// Spawns `n` coroutines that all park at once, checks they are all alive, then wakes

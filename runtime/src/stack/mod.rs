@@ -159,12 +159,25 @@ impl Stack {
     /// here; per stack of a slab of 64 they are a few ns and ~0.4 µs. (The first touch
     /// of a stack's top page stays: it is the page's zeroing, which a batched
     /// `MADV_POPULATE_WRITE` does no faster.)
+    ///
+    /// Behind every stack stands the memory reserve (see [`reserve`]): no stack is
+    /// mapped while the reserve cannot be, and a mapping that fails for want of memory
+    /// gives the reserve up, so that the program that gets the `Err` has room to
+    /// recover.
     pub(crate) fn new_slab(usable: usize, n: usize) -> io::Result<Vec<Stack>> {
         let guard = GUARD_PAGES * page_size();
         let one = usable + guard;
-        let len = one
-            .checked_mul(n)
-            .ok_or_else(|| alloc_error(usable, io::Error::from_raw_os_error(libc::ENOMEM)))?;
+        let len = one.checked_mul(n).ok_or_else(|| {
+            alloc_error(
+                usable,
+                usize::MAX,
+                io::Error::from_raw_os_error(libc::ENOMEM),
+            )
+        })?;
+        if !reserve::hold() {
+            let err = io::Error::from_raw_os_error(libc::ENOMEM);
+            return Err(alloc_error(usable, len.saturating_add(reserve::BYTES), err));
+        }
         // SAFETY: a fresh private anonymous mapping; the kernel picks the address.
         let p = unsafe {
             libc::mmap(
@@ -177,13 +190,17 @@ impl Stack {
             )
         };
         if p == libc::MAP_FAILED {
-            return Err(alloc_error(usable, io::Error::last_os_error()));
+            return Err(reserve::give_up(alloc_error(
+                usable,
+                len,
+                io::Error::last_os_error(),
+            )));
         }
         let base = p as usize;
         if let Err(err) = install_guards(base, one, guard, n) {
             // SAFETY: unmapping the mapping we own and have not handed out.
             unsafe { libc::munmap(p, len) };
-            return Err(alloc_error(usable, err));
+            return Err(reserve::give_up(alloc_error(usable, len, err)));
         }
         Ok((0..n)
             .map(|k| Stack {
@@ -317,27 +334,160 @@ fn batched_guards() -> bool {
     })
 }
 
-/// The error for a failed stack allocation, naming `vm.max_map_count` when the cause is
-/// likely to be the per-process mapping limit.
-fn alloc_error(usable: usize, err: io::Error) -> io::Error {
+/// The memory reserve: address space (and one mapping) held back from the stacks so
+/// that a program whose spawn failed for want of memory can still release what it
+/// holds and go on. Without it, the stacks take the last headroom (the pool falls back
+/// from slabs to single stacks), and the next allocation of any kind aborts, often
+/// inside goro (readying the coroutines of a closed channel, starting an M) or in a
+/// panic's backtrace. Go keeps no such reserve, but its stacks come from its own heap,
+/// whose growth fails in one place.
+///
+/// A `PROT_NONE`, `MAP_NORESERVE` mapping of [`BYTES`](reserve::BYTES): it costs no
+/// memory, only address space (which `RLIMIT_AS` counts) and one mapping (which
+/// `vm.max_map_count` counts). Mapped with the first stack; unmapped when a stack's
+/// mapping fails with ENOMEM (the caller computes the error's cause first); mapped
+/// again before the next stack, whose spawn fails while it cannot be.
+pub(crate) mod reserve {
+    use std::io;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// The reserve's size: room for a few MiB of recovery (a channel's waiter list of
+    /// a million coroutines is 16 MiB; a backtrace, a thread's stack guard, a run
+    /// queue's growth are far less).
+    pub(crate) const BYTES: usize = 16 << 20;
+
+    /// The reserve's address, 0 while it is not held. A CAS decides who maps or
+    /// unmaps it (AcqRel: the mapping is the only thing published, and the kernel
+    /// orders it).
+    static AT: AtomicUsize = AtomicUsize::new(0);
+
+    /// Maps the reserve if it is not held; whether it is held now.
+    pub(crate) fn hold() -> bool {
+        if AT.load(Ordering::Acquire) != 0 {
+            return true;
+        }
+        // SAFETY: a fresh private anonymous mapping, inaccessible, that nothing uses.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BYTES,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        if AT
+            .compare_exchange(0, p as usize, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Another caller mapped it first.
+            // SAFETY: our own mapping, never published.
+            unsafe { libc::munmap(p, BYTES) };
+        }
+        true
+    }
+
+    /// A stack's mapping failed with `err`: if for want of memory, give the reserve
+    /// up. Returns `err`.
+    pub(crate) fn give_up(err: io::Error) -> io::Error {
+        if err.raw_os_error() == Some(libc::ENOMEM) {
+            let p = AT.swap(0, Ordering::AcqRel);
+            if p != 0 {
+                // SAFETY: the reserve's mapping, which only this swap's winner owns.
+                unsafe { libc::munmap(p as *mut libc::c_void, BYTES) };
+            }
+        }
+        err
+    }
+}
+
+/// The error for a failed stack allocation (a mapping of `len` bytes), naming the
+/// limit the process hit when the cause is ENOMEM (see [`enomem_cause`]).
+fn alloc_error(usable: usize, len: usize, err: io::Error) -> io::Error {
     let mut msg = format!(
         "cannot allocate a {} KiB coroutine stack: {err}",
         usable / 1024
     );
     if err.raw_os_error() == Some(libc::ENOMEM) {
-        let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count")
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|_| "?".into());
-        msg.push_str(&format!(
-            "; the process may have reached vm.max_map_count ({limit} mappings){}",
-            if guard_kind() == GuardKind::Mprotect {
-                ": each coroutine stack with an mprotect guard costs two"
-            } else {
-                ""
-            }
-        ));
+        msg.push_str("; ");
+        msg.push_str(&enomem_cause(len));
     }
     io::Error::new(err.kind(), msg)
+}
+
+/// Which limit a mapping of `len` bytes that failed with ENOMEM ran into: the
+/// address-space limit (`RLIMIT_AS`, `ulimit -v`, the usual container limit) if the
+/// process's mappings plus `len` pass it; else the mapping count
+/// (`vm.max_map_count`) if the process is at it; else the system's memory (or its
+/// overcommit policy). Read from `/proc` and `getrlimit` at the failure only.
+pub(crate) fn enomem_cause(len: usize) -> String {
+    let mib = |b: u64| b / (1024 * 1024);
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit with a valid out-pointer.
+    let as_limit = (unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0
+        && lim.rlim_cur != libc::RLIM_INFINITY)
+        .then_some(lim.rlim_cur);
+    if let Some(limit) = as_limit {
+        // statm's first field: the process's mapped size, in pages.
+        let mapped = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|pages| pages * page_size() as u64);
+        if let Some(mapped) = mapped {
+            if mapped.saturating_add(len as u64) > limit {
+                return format!(
+                    "the process reached its address-space limit (RLIMIT_AS, `ulimit -v`: \
+                     {} MiB, {} MiB mapped): raise it, or use smaller stacks \
+                     (GORO_STACK_SIZE) or fewer coroutines",
+                    mib(limit),
+                    mib(mapped)
+                );
+            }
+        }
+    }
+    let max_maps = std::fs::read_to_string("/proc/sys/vm/max_map_count")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if let (Some(max), Some(maps)) = (max_maps, map_count()) {
+        // A margin: the runtime and libc map a few more between our count and the call.
+        if maps + 8 >= max {
+            return format!(
+                "the process reached vm.max_map_count ({max} mappings, {maps} in use){}",
+                if guard_kind() == GuardKind::Mprotect {
+                    ": each coroutine stack with an mprotect guard costs two"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    "the system is out of memory, or its overcommit policy (vm.overcommit_memory) \
+     refused the mapping"
+        .into()
+}
+
+/// The process's mappings: the lines of `/proc/self/maps`, counted through a small
+/// buffer (the process may be short of memory).
+fn map_count() -> Option<u64> {
+    use std::io::Read;
+    let mut f = std::fs::File::open("/proc/self/maps").ok()?;
+    let mut buf = [0u8; 4096];
+    let mut lines = 0u64;
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => return Some(lines),
+            Ok(n) => lines += buf[..n].iter().filter(|&&b| b == b'\n').count() as u64,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
 }
 
 #[cfg(test)]

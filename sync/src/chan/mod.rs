@@ -304,30 +304,43 @@ impl<T> Chan<T> {
     /// takes what is buffered (the last receiver is gone: nobody can receive it), in
     /// one locked section. The caller drops the values, after the unlock.
     fn close_and_take(&self, take_buffered: bool) -> (bool, VecDeque<T>) {
-        let mut wake = Vec::new();
-        let (was_open, taken) = {
-            let l = self.locked();
-            let st = l.state();
-            let was_open = !st.closed;
-            if was_open {
-                st.closed = true;
-                // SAFETY: the lock is held.
-                unsafe {
-                    st.recvq.close_all(&mut wake);
-                    st.sendq.close_all(&mut wake);
+        // The waiters are woken a batch at a time, from an array on this stack: a
+        // close allocates nothing (see `close_into`). The first locked section marks
+        // the channel closed, so no waiter joins the queues after it; a later one
+        // only empties them.
+        const BATCH: usize = 32;
+        let mut was_open = None;
+        let mut taken = VecDeque::new();
+        loop {
+            let mut wake: [Option<Unparker>; BATCH] = Default::default();
+            let n = {
+                let l = self.locked();
+                let st = l.state();
+                let open = *was_open.get_or_insert_with(|| {
+                    let open = !st.closed;
+                    st.closed = true;
+                    if take_buffered {
+                        taken = st.buf.take_all();
+                    }
+                    open
+                });
+                if !open {
+                    0
+                } else {
+                    // SAFETY: the lock is held.
+                    unsafe {
+                        let n = st.recvq.close_into(&mut wake);
+                        n + st.sendq.close_into(&mut wake[n..])
+                    }
                 }
-            }
-            let taken = if take_buffered {
-                st.buf.take_all()
-            } else {
-                VecDeque::new()
             };
-            (was_open, taken)
-        };
-        for u in wake {
-            u.unpark();
+            for u in wake.iter_mut().take(n).filter_map(Option::take) {
+                u.unpark();
+            }
+            if n < BATCH {
+                return (was_open.unwrap_or(false), taken);
+            }
         }
-        (was_open, taken)
     }
 }
 

@@ -218,25 +218,28 @@ impl<T> WaitQueue<T> {
         false
     }
 
-    /// Marks every waiter closed and returns their unparkers (to wake after unlocking).
+    /// Marks waiters closed, up to `out.len()` of them, and puts their unparkers in
+    /// `out` (to wake after unlocking); returns how many it dequeued (fewer than
+    /// `out.len()`: the queue is empty now). Fills a caller's array, so that a close
+    /// allocates nothing (Go's `closechan` links its sudogs into a list for the same
+    /// reason: a program out of memory must still be able to close a channel).
     ///
     /// # Safety
     ///
     /// Channel lock held.
-    pub(crate) unsafe fn close_all(&mut self, out: &mut Vec<Unparker>) {
-        loop {
+    pub(crate) unsafe fn close_into(&mut self, out: &mut [Option<Unparker>]) -> usize {
+        for (n, slot) in out.iter_mut().enumerate() {
             // SAFETY: as in dequeue.
             let s = unsafe { self.dequeue() };
             if s.is_null() {
-                return;
+                return n;
             }
             // SAFETY: dequeued (and for a select arm, claimed) by us under the lock.
             unsafe {
                 (*s).outcome = Outcome::Closed;
-                if let Some(u) = (*s).take_unparker() {
-                    out.push(u);
-                }
+                *slot = (*s).take_unparker();
             }
         }
+        out.len()
     }
 }
