@@ -137,6 +137,15 @@ pub struct Unparker {
 }
 
 impl Unparker {
+    /// The id of the coroutine this unparker wakes; None for a thread or a task.
+    #[inline]
+    pub(crate) fn coroutine_id(&self) -> Option<u64> {
+        match &self.target {
+            Target::G(g) => Some(g.id),
+            _ => None,
+        }
+    }
+
     /// Wakes the wait this unparker was made for. Returns true if this call woke it,
     /// false if it had already been woken or the waiter has moved on.
     ///
@@ -266,9 +275,10 @@ pub fn park(reason: WaitReason) {
 /// not panic (a panic there aborts the process with a message).
 #[inline]
 pub fn park_commit<F: FnOnce()>(reason: WaitReason, commit: F) {
-    sched::not_in_forked_child();
     if let Err(commit) = sched::park_current_g(reason, commit) {
-        // A plain thread: no switch to wait for, so the commit runs right here.
+        // A plain thread: no switch to wait for, so the commit runs right here. In a
+        // forked child, nobody would ever wake it.
+        sched::not_in_forked_child();
         commit();
         THREAD_WAITER.with(|t| {
             if t.cell.try_park() {

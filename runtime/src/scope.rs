@@ -27,7 +27,6 @@ use std::thread;
 
 use crate::lockrank::{Mutex, Rank};
 use crate::park::{self, Unparker, WaitReason};
-use crate::sched;
 use crate::spawn::{run, Builder, JoinInner, Packet};
 
 /// What a scope's coroutines count down (see the module doc).
@@ -209,10 +208,9 @@ impl Builder {
                 data.state.lock().unjoined_panics += 1;
             }
             theirs.complete(r);
-            // Drops the result if the handle is gone: still inside the scope.
-            if catch_unwind(AssertUnwindSafe(move || drop(theirs))).is_err() {
-                sched::fatal!("scope: a scoped coroutine's result panicked on drop");
-            }
+            // Drops the result if the handle is gone: still inside the scope. (A
+            // result whose drop panics is a fatal error there, naming the coroutine.)
+            drop(theirs);
             // The last touch of anything borrowed is behind us (the module doc).
             data.coroutine_ended();
         };
@@ -226,7 +224,10 @@ impl Builder {
         let main: Box<dyn FnOnce() + Send + 'static> = unsafe { std::mem::transmute(main) };
         match self.spawn_main(main) {
             Ok((id, name)) => Ok(ScopedJoinHandle {
-                inner: JoinInner::new(id, name, packet),
+                inner: {
+                    packet.set_id(id);
+                    JoinInner::new(id, name, packet)
+                },
                 data: &scope.data,
             }),
             Err(e) => {

@@ -166,9 +166,10 @@ pub(crate) struct Packet<T> {
     state: JoinState,
     result: UnsafeCell<Option<thread::Result<T>>>,
     joiner: UnsafeCell<Option<Unparker>>,
-    /// The coroutine's id, stored by `complete` (Relaxed: read only by `drop`, which
-    /// the last reference runs after every other holder's drop has synchronised with
-    /// it through the `Arc`'s count), for the report of a result that panics on drop.
+    /// The coroutine's id, stored by the spawner once it is known, while its handle
+    /// still holds a reference (Relaxed: read only by `drop`, which the last reference
+    /// runs after every other holder's drop has synchronised with it through the
+    /// `Arc`'s count), for the report of a result that panics on drop.
     id: std::sync::atomic::AtomicU64,
 }
 
@@ -179,18 +180,24 @@ impl<T> Drop for Packet<T> {
     /// that names the coroutine (it could unwind nowhere: this often runs on an M's
     /// scheduler stack).
     fn drop(&mut self) {
-        let Some(r) = self.result.get_mut().take() else {
-            return;
-        };
-        let panicked = r.is_err();
-        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(r))).is_err() {
-            sched::fatal!(
-                "coroutine {}: its {} panicked on drop, with no JoinHandle to take it (std \
-                 aborts the same way: \"thread result panicked on drop\")",
-                self.id.get_mut(),
-                if panicked { "panic payload" } else { "result" }
-            );
+        // A joined handle took the result: the common case, inline.
+        if let Some(r) = self.result.get_mut().take() {
+            drop_unclaimed(r, *self.id.get_mut());
         }
+    }
+}
+
+/// Drops the result of coroutine `id` that no handle took (see `Packet`'s drop).
+#[cold]
+#[inline(never)]
+fn drop_unclaimed<T>(r: thread::Result<T>, id: u64) {
+    let panicked = r.is_err();
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(r))).is_err() {
+        sched::fatal!(
+            "coroutine {id}: its {} panicked on drop, with no JoinHandle to take it (std \
+             aborts the same way: \"thread result panicked on drop\")",
+            if panicked { "panic payload" } else { "result" }
+        );
     }
 }
 
@@ -213,13 +220,16 @@ impl<T> Packet<T> {
         }
     }
 
+    /// Names the coroutine, for `drop`'s report (see the field).
+    pub(crate) fn set_id(&self, id: u64) {
+        // Relaxed: see the field.
+        self.id.store(id, Ordering::Relaxed);
+    }
+
     /// Coroutine side: publishes the result and wakes a parked joiner; a panic that
     /// no handle will take ends the program (see "a panic is never lost").
     pub(crate) fn complete(&self, r: thread::Result<T>) {
         let panicked = r.is_err();
-        // Relaxed: see the field.
-        self.id
-            .store(sched::current_id().unwrap_or(0), Ordering::Relaxed);
         // SAFETY: only the coroutine writes `result`, and only here, before `finish`.
         unsafe { *self.result.get() = Some(r) };
         match self.state.finish() {
@@ -257,14 +267,6 @@ impl<T> JoinInner<T> {
     /// Waits for the coroutine to finish, until `deadline` if there is one: parks the
     /// calling coroutine, or blocks the calling thread. True once it has finished;
     /// false if the deadline came first (the wait is withdrawn: see the module doc).
-    /// Panics if the caller is the coroutine it would wait for (std's `join` of the
-    /// current thread fails with EDEADLK; waiting would park it for ever).
-    fn not_self_join(&self) {
-        if crate::sched::current_id() == Some(self.id()) {
-            self_join(self.id());
-        }
-    }
-
     pub(crate) fn wait(&self, deadline: Option<Instant>) -> bool {
         let packet = &*self.packet;
         if packet.state.is_done() {
@@ -273,8 +275,12 @@ impl<T> JoinInner<T> {
         if deadline.is_some_and(|d| d <= Instant::now()) {
             return false;
         }
-        self.not_self_join();
         let u = park::prepare();
+        if u.coroutine_id() == Some(self.id) {
+            // std's `join` of the current thread fails with EDEADLK; waiting would park
+            // for ever. (The unparker names the caller: no second look-up.)
+            self_join(self.id);
+        }
         // SAFETY: the state is RUNNING (not DONE, and WAITING only between our own
         // begin_wait and its end), so the joiner (us) owns `joiner`.
         unsafe { *packet.joiner.get() = Some(u) };
@@ -465,6 +471,7 @@ impl Builder {
         let packet = Arc::new(Packet::new());
         let theirs = packet.clone();
         let (id, name) = self.spawn_main(move || theirs.complete(run(f)))?;
+        packet.set_id(id);
         Ok(JoinHandle {
             inner: Some(JoinInner::new(id, name, packet)),
         })

@@ -691,13 +691,18 @@ pub(crate) fn spawn_g(
     pinned: bool,
     main: impl FnOnce() + Send + 'static,
 ) -> io::Result<u64> {
-    super::not_in_forked_child();
     let rt = rt();
     let usable = match stack_size {
         Some(s) => stack::usable_size(s)?,
         None => rt.stacks.default_usable(),
     };
     let p = current_m().and_then(|m| m.p());
+    if p.is_none() {
+        // A plain thread's spawn: in a forked child, nothing would ever run it. (A
+        // coroutine's spawn does not check: a forked child has no coroutine running
+        // unless it forked on one, and then its one M still runs them.)
+        super::not_in_forked_child();
+    }
     let stack = rt
         .stacks
         .get(p.as_ref().map(|p| &p.local().stacks), usable)?;
