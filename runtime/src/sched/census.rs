@@ -6,12 +6,12 @@
 //! or reads a file before its first send on a goro channel. Go has no such threads
 //! (every goroutine is its own); goro does, so before it reports a deadlock it looks
 //! at every thread the kernel lists for the process (`/proc/self/task`, through the
-//! descriptors `procfs` holds, so that it still looks when the process is out of them). A thread that
-//! is goro's (an M, sysmon) is the scheduler's business; any other thread must be
-//! blocked in a futex wait with no timeout — a std lock, condvar, channel, `park` or
-//! `join` with nothing left to wake it — or the report is held back: a thread that
-//! runs, sleeps with a deadline, or waits in any other system call (a read, a poll, an
-//! accept) may still wake a coroutine. The threads counted as waiting on goro pass the
+//! descriptors `procfs` holds, so that it still looks when the process is out of
+//! them). A thread that is goro's (an M, sysmon) is the scheduler's business; any
+//! other thread must be blocked in a futex wait with no timeout — a std lock,
+//! condvar, channel, `park` or `join` with nothing left to wake it — or the report is
+//! held back: a thread that runs, sleeps with a deadline, or waits in any other system
+//! call (a read, a poll, an accept) may still wake a coroutine. The threads counted as waiting on goro pass the
 //! same test, since they sleep in an untimed futex wait too.
 //!
 //! Threads a bridge to another runtime started on goro's behalf (goro-tokio's workers)
