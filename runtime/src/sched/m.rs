@@ -73,10 +73,6 @@ pub(crate) struct MShared {
     pub(crate) lost_p_why: AtomicU8,
     /// The M's thread id (`gettid`), for `sleeping_in_kernel`.
     pub(crate) tid: libc::pid_t,
-    /// The M's own `/proc/self/task/TID/stat`, opened when it started and kept, so
-    /// that sysmon can tell its state with no descriptor to spare (see `procfs`).
-    /// None if it could not be opened then.
-    stat: Option<std::fs::File>,
 }
 
 /// Why sysmon took an M's P (see `MShared::lost_p_why`): its thread sat in the kernel.
@@ -101,20 +97,17 @@ impl MShared {
     /// CPUs is not blocked, and taking its P would only add a thread to the contention.
     /// Read only when the clock has stood still, so rarely.
     pub(crate) fn sleeping_in_kernel(&self) -> bool {
-        let state = match &self.stat {
-            Some(f) => super::procfs::state_of(f),
-            // Not kept (the M started out of descriptors): open it now, and if that
-            // fails too, count the thread as asleep. Taking the P of a thread that was
-            // only waiting for a CPU costs a thread; leaving a blocked one's P costs
-            // every coroutine queued behind it.
-            None => match super::procfs::state_of_tid(self.tid) {
-                Ok(state) => state,
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
-                Err(_) => return true,
-            },
-        };
-        // None: the thread has ended.
-        matches!(state, Some('S' | 'D'))
+        // Through the descriptors sysmon holds, with the reserve behind the open, so
+        // that EMFILE does not blind it (see `procfs`). If the state still cannot be
+        // read, count the thread as asleep: taking the P of a thread that was only
+        // waiting for a CPU costs a thread; leaving a blocked one's P costs every
+        // coroutine queued behind it.
+        match super::procfs::state_of_tid(self.tid) {
+            // None: the thread has ended.
+            Ok(state) => matches!(state, Some('S' | 'D')),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => false,
+            Err(_) => true,
+        }
     }
 
     /// CPU time this M's thread has used, in nanoseconds (None if it has ended).
@@ -554,7 +547,6 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 lost_p_at: AtomicI64::new(0),
                 lost_p_why: AtomicU8::new(0),
                 tid: nix::unistd::gettid().as_raw(),
-                stat: super::procfs::own_stat(),
             });
             let shared_for_list = shared.clone();
             let m: *mut M = Box::into_raw(Box::new(M {

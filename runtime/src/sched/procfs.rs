@@ -6,25 +6,29 @@
 //! wait in (the deadlock census). A program out of descriptors (EMFILE, the state a
 //! leaking server ends up in) must not blind it, so:
 //!
-//! - every M opens its own `/proc/self/task/TID/stat` when it starts and keeps it
-//!   ([`own_stat`]); sysmon re-reads it with `pread` at offset 0, which regenerates
-//!   the text. One descriptor per M, for the life of the M.
 //! - the census lists `/proc/self/task` through a directory descriptor opened when
 //!   sysmon starts ([`init`]), rewound and read with `getdents64` each time;
-//! - the one file it opens at need, a foreign thread's `syscall` line, falls back on
-//!   a reserve descriptor held for the purpose: at EMFILE or ENFILE the reserve is
-//!   closed, the open retried in the slot it freed, and the reserve taken again after
-//!   (`dup` of the directory). Another thread that opens a file between the close and
-//!   the retry can take the slot; the census then holds its report back this round
-//!   and tries again on the next (it never reports on what it could not read).
+//! - the files it reads at need, an M's `stat` and a foreign thread's `syscall`
+//!   line, are opened relative to that directory, with a reserve descriptor held
+//!   behind the open: at EMFILE or ENFILE the reserve is closed, the open retried in
+//!   the slot it freed, and the reserve taken again after (`dup` of the directory).
+//!   Another thread that opens a file between the close and the retry can take the
+//!   slot; then the census holds its report back this round and tries again on the
+//!   next (it never reports on what it could not read), and an M whose state cannot
+//!   be read counts as asleep (its P is retaken).
+//!
+//! Why not keep each M's `stat` open from its start (a first version did): opening it
+//! costs ~50 µs on an idle machine but took 7-11 ms here while 4 000 sockets came and
+//! went (measured at M start in the `hooks` echo test), and an M that started that
+//! slowly made the scheduler start others meanwhile: 10 Ms at 2 Ps instead of 4, over
+//! that test's thread budget. sysmon's reads at need cost what they did before, only
+//! when a thread's CPU clock stood still.
 
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
-use std::sync::OnceLock;
-
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 /// The directory `/proc/self/task` and the reserve descriptor (see the module doc).
 struct TaskDir {
@@ -86,22 +90,6 @@ fn dup(fd: &OwnedFd) -> io::Result<OwnedFd> {
     fd.try_clone()
 }
 
-/// The calling thread's own `stat` file, to keep (see the module doc). None if it
-/// cannot be opened (out of descriptors when the M started, or no `/proc`).
-pub(crate) fn own_stat() -> Option<File> {
-    let tid = nix::unistd::gettid().as_raw();
-    let path = std::ffi::CString::new(format!("/proc/self/task/{tid}/stat")).ok()?;
-    open_at(libc::AT_FDCWD, &path, 0).ok().map(File::from)
-}
-
-/// Re-reads a kept `stat` file: the thread's state letter (`R`, `S`, `D`, ...), None
-/// if the thread has ended or the file cannot be read.
-pub(crate) fn state_of(stat: &File) -> Option<char> {
-    let mut buf = [0u8; 512];
-    let n = stat.read_at(&mut buf, 0).ok()?;
-    state_in(&buf[..n])
-}
-
 /// The state letter of a `stat` line: it follows the command name, which is in
 /// parentheses and may itself hold spaces or parentheses.
 fn state_in(stat: &[u8]) -> Option<char> {
@@ -112,8 +100,8 @@ fn state_in(stat: &[u8]) -> Option<char> {
         .map(|&b| b as char)
 }
 
-/// The state letter of thread `tid` of this process, opening its `stat` at need (an M
-/// that could not keep its own); `Err` if it could not be read.
+/// The state letter of thread `tid` of this process (None: none found); `Err` if its
+/// `stat` could not be read (ENOENT or ESRCH: the thread has ended).
 pub(crate) fn state_of_tid(tid: i32) -> io::Result<Option<char>> {
     let mut buf = [0u8; 512];
     let n = read_task_file(tid, "stat", &mut buf)?;
@@ -196,7 +184,6 @@ mod tests {
         let me = nix::unistd::gettid().as_raw();
         assert!(tids().unwrap().contains(&me));
         // The reading thread runs.
-        assert_eq!(state_of(&own_stat().unwrap()), Some('R'));
         assert_eq!(state_of_tid(me).unwrap(), Some('R'));
     }
 }
