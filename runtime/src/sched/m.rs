@@ -71,8 +71,11 @@ pub(crate) struct MShared {
     /// (`enter`, `acquirep`), read by `dump` (Relaxed all: informational).
     pub(crate) lost_p_at: AtomicI64,
     pub(crate) lost_p_why: AtomicU8,
-    /// The M's thread id (`gettid`), for `sleeping_in_kernel`.
+    /// The M's thread id (`gettid`), for `kernel_wait`.
     pub(crate) tid: libc::pid_t,
+    /// The futex word this M waited on when sysmon took its P, 0 if none or once the
+    /// M is back in goro (see `convoy`).
+    pub(crate) futex_wait: std::sync::atomic::AtomicUsize,
 }
 
 /// Why sysmon took an M's P (see `MShared::lost_p_why`): its thread sat in the kernel.
@@ -91,22 +94,24 @@ impl std::ops::Deref for OutsideOf {
 }
 
 impl MShared {
-    /// Whether this M's thread is asleep in the kernel (state S or D in
-    /// /proc/self/task/TID/stat: a sleep, a futex, a socket, a disk) rather than
-    /// runnable: a thread whose CPU clock stands still because other threads have the
-    /// CPUs is not blocked, and taking its P would only add a thread to the contention.
-    /// Read only when the clock has stood still, so rarely.
-    pub(crate) fn sleeping_in_kernel(&self) -> bool {
+    /// Where this M's thread is in the kernel (/proc/self/task/TID/syscall: the call
+    /// it sleeps in, a futex's word): a thread whose CPU clock stands still because
+    /// other threads have the CPUs is not blocked, and taking its P would only add a
+    /// thread to the contention. Read only when the clock has stood still, so rarely.
+    pub(crate) fn kernel_wait(&self) -> super::procfs::InKernel {
+        use super::procfs::InKernel;
         // Through the descriptors sysmon holds, with the reserve behind the open, so
         // that EMFILE does not blind it (see `procfs`). If the state still cannot be
         // read, count the thread as asleep: taking the P of a thread that was only
         // waiting for a CPU costs a thread; leaving a blocked one's P costs every
         // coroutine queued behind it.
-        match super::procfs::state_of_tid(self.tid) {
-            // None: the thread has ended.
-            Ok(state) => matches!(state, Some('S' | 'D')),
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => false,
-            Err(_) => true,
+        match super::procfs::wait_of_tid(self.tid) {
+            Ok(w) => w,
+            // The thread has ended.
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ESRCH)) => {
+                InKernel::Runnable
+            }
+            Err(_) => InKernel::Asleep,
         }
     }
 
@@ -292,10 +297,22 @@ impl M {
         if super::p::enter_goro(&self.shared.outside, &p.retake, word, fast) {
             return true;
         }
+        self.lost_p();
+        false
+    }
+
+    /// Back in goro, this M learnt that sysmon took its P.
+    #[cold]
+    #[inline(never)]
+    fn lost_p(&self) {
         self.p.set(None);
         // Relaxed: for the dump (back in goro: no longer "outside without a P").
         self.shared.lost_p_at.store(0, Ordering::Relaxed);
-        false
+        // Acquire: `enter_goro` read sysmon's commit (a Release CAS) or a value after
+        // it, Relaxed; this fence makes what sysmon wrote before the commit (the
+        // convoy's mark) visible below.
+        std::sync::atomic::fence(Ordering::Acquire);
+        super::convoy::back(&self.shared);
     }
 
     /// The P this M must hold here, on the scheduler's stack (where the M is inside
@@ -546,6 +563,7 @@ pub(crate) fn newm(p: &'static P, spinning: bool) {
                 cpu_clock,
                 lost_p_at: AtomicI64::new(0),
                 lost_p_why: AtomicU8::new(0),
+                futex_wait: std::sync::atomic::AtomicUsize::new(0),
                 tid: nix::unistd::gettid().as_raw(),
             });
             let shared_for_list = shared.clone();

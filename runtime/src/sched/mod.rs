@@ -114,6 +114,7 @@
 
 pub(crate) mod allgs;
 pub(crate) mod census;
+pub(crate) mod convoy;
 pub(crate) mod dump;
 pub(crate) mod g;
 pub(crate) mod idle;

@@ -179,8 +179,12 @@ impl RetakeWord {
         // previous epoch's word is ours to read. A request sysmon makes meanwhile (for
         // the previous epoch: it saw the P running) is overwritten or fails its CAS;
         // either way its commit, which names that epoch, can never succeed.
+        // The store is Release for an earlier holder whose P sysmon took, reading this
+        // word when it enters goro: with sysmon's Release commit it makes every value
+        // that holder can read after the commit carry what sysmon wrote before it (see
+        // `M::lost_p`). Once per acquisition of a P, not per goro call.
         let e = (self.word.load(Ordering::Relaxed) >> 2) + 1;
-        self.word.store(e << 2 | RETAKE_NONE, Ordering::Relaxed);
+        self.word.store(e << 2 | RETAKE_NONE, Ordering::Release);
         e
     }
 
@@ -258,14 +262,16 @@ impl RetakeWord {
     /// sysmon, having seen the holder outside goro: takes the P, unless the holder
     /// denied the request first. True: the P is sysmon's now.
     pub fn commit(&self, epoch: u64) -> bool {
-        // Relaxed: what sysmon needs of the holder's writes it got from the Acquire
-        // load of the holder's `outside` flag, which pairs with the holder's Release
-        // store when it left goro.
+        // Release on success: the holder, learning of the commit at its next goro call
+        // (a Relaxed read of this word, then an Acquire fence in `M::lost_p`), sees what
+        // sysmon wrote before it (the convoy's mark, `convoy::mark`). What sysmon needs
+        // of the holder's writes it got from the Acquire load of the holder's `outside`
+        // flag, which pairs with the holder's Release store when it left goro.
         self.word
             .compare_exchange(
                 epoch << 2 | RETAKE_REQUESTED,
                 epoch << 2 | RETAKE_TAKEN,
-                Ordering::Relaxed,
+                Ordering::Release,
                 Ordering::Relaxed,
             )
             .is_ok()

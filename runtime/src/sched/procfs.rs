@@ -108,6 +108,56 @@ pub(crate) fn state_of_tid(tid: i32) -> io::Result<Option<char>> {
     Ok(state_in(&buf[..n]))
 }
 
+/// Where a thread of this process is, from its `syscall` line (see [`wait_of_tid`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InKernel {
+    /// Runnable: on a CPU or waiting for one.
+    Runnable,
+    /// Asleep in the kernel, not in a futex wait (a sleep, a socket, a disk, a fault).
+    Asleep,
+    /// Asleep in a futex call on the word at this address.
+    Futex(usize),
+}
+
+/// What thread `tid` of this process does in the kernel; `Err` if it cannot be read
+/// (ENOENT or ESRCH: the thread has ended). From its `syscall` line (the call's number
+/// and arguments), which says what `stat`'s state letter says and which futex a
+/// waiter waits on (`convoy`); from `stat` where `syscall` is not readable (a kernel
+/// without it, or a process made non-dumpable, whose `/proc` files root owns).
+pub(crate) fn wait_of_tid(tid: i32) -> io::Result<InKernel> {
+    let mut buf = [0u8; 256];
+    match read_task_file(tid, "syscall", &mut buf) {
+        Ok(n) => Ok(in_kernel(&buf[..n])),
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => Ok(match state_of_tid(tid)? {
+            Some('S' | 'D') => InKernel::Asleep,
+            _ => InKernel::Runnable,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// A `syscall` line: `running`, or the call's number (-1: not in a call, e.g. a page
+/// fault) and its arguments in hex, then the stack and instruction pointers.
+fn in_kernel(line: &[u8]) -> InKernel {
+    let line = std::str::from_utf8(line).unwrap_or("");
+    let mut words = line.split_whitespace();
+    let nr = match words.next() {
+        Some("running") | None => return InKernel::Runnable,
+        Some(nr) => nr.parse::<i64>().unwrap_or(-1),
+    };
+    if nr != libc::SYS_futex {
+        return InKernel::Asleep;
+    }
+    let addr = words
+        .next()
+        .and_then(|a| a.strip_prefix("0x"))
+        .and_then(|a| usize::from_str_radix(a, 16).ok());
+    match addr {
+        Some(a) if a != 0 => InKernel::Futex(a),
+        _ => InKernel::Asleep,
+    }
+}
+
 /// The ids of the process's threads; None if they cannot be listed.
 pub(crate) fn tids() -> Option<Vec<i32>> {
     let td = TASKS.get()?.as_ref()?;
@@ -176,6 +226,55 @@ mod tests {
         assert_eq!(state_in(b"12 (a) b) S 1 2"), Some('S'));
         assert_eq!(state_in(b"12 (goro-m0) R 1"), Some('R'));
         assert_eq!(state_in(b"12 (no close"), None);
+    }
+
+    #[test]
+    fn reads_the_futex_word_of_a_syscall_line() {
+        let futex = format!(
+            "{} 0x7f12345678 0x89 0x2 0x0 0x0 0xffffffff 0x7ffd 0x7f01",
+            libc::SYS_futex
+        );
+        assert_eq!(in_kernel(futex.as_bytes()), InKernel::Futex(0x7f12345678));
+        assert_eq!(in_kernel(b"running\n"), InKernel::Runnable);
+        assert_eq!(
+            in_kernel(b"230 0x1 0x0 0x7ffd 0x0 0x0 0x0 0x7ffd 0x7f01\n"),
+            InKernel::Asleep
+        );
+        assert_eq!(in_kernel(b"-1 0x7ffd 0x7f01\n"), InKernel::Asleep);
+    }
+
+    #[test]
+    fn sees_a_thread_wait_on_a_futex() {
+        init().unwrap();
+        let lock = std::sync::Arc::new(Mutex::new(()));
+        let held = lock.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let lock = lock.clone();
+            std::thread::spawn(move || {
+                tx.send(nix::unistd::gettid().as_raw()).unwrap();
+                drop(lock.lock().unwrap());
+            })
+        };
+        let tid = rx.recv().unwrap();
+        // Bounded: the waiter reaches its futex wait within milliseconds.
+        let mut seen = None;
+        for _ in 0..2000 {
+            if let InKernel::Futex(a) = wait_of_tid(tid).unwrap() {
+                seen = Some(a);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        drop(held);
+        waiter.join().unwrap();
+        // std's futex mutex waits on its state word, the first word of the Mutex.
+        let word = &*lock as *const Mutex<()> as usize;
+        let a = seen.expect("the waiter never showed in a futex wait");
+        assert!(
+            a >= word && a < word + std::mem::size_of::<Mutex<()>>(),
+            "{a:#x} not in {word:#x}"
+        );
     }
 
     #[test]

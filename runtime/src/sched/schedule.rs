@@ -671,6 +671,11 @@ fn startm(spinning: bool) {
     }
 }
 
+/// Whether an idle M is parked, to take a P without a new thread (`convoy`).
+pub(crate) fn idle_m_ready() -> bool {
+    !rt().sched.lock().idle_ms.is_empty()
+}
+
 /// Hands `p`, which nobody holds (`Idle`) and which is not on the idle list (sysmon
 /// retook it from a blocking call, or a pinned coroutine's M let go of it), to an idle
 /// or new M.

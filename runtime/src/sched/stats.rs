@@ -53,6 +53,13 @@ pub struct Stats {
     /// (EMFILE, ENFILE, ENOBUFS, ENOMEM) since the program started. Each is also said
     /// on stderr, at most once a second.
     pub accept_backoffs: u64,
+    /// Ms whose P sysmon took while they waited on a futex (a std or parking_lot lock,
+    /// a condition variable), not back in goro yet.
+    pub futex_waiters_without_p: usize,
+    /// Times sysmon left a P with an M waiting on a futex that other waiters were
+    /// getting through (a lock convoy), rather than start another thread for it. See
+    /// "Locks of std's" in docs/caveats.md.
+    pub convoy_deferrals: u64,
 }
 
 /// What a coroutine is doing, in a [`CoroutineInfo`].
@@ -204,5 +211,7 @@ pub(crate) fn stats() -> Stats {
         io_waiters: rt.netpoll.waiters(),
         // Relaxed: a count for display (see the field).
         accept_backoffs: crate::net::socket::ACCEPT_BACKOFFS.load(Ordering::Relaxed),
+        futex_waiters_without_p: super::convoy::counts().0,
+        convoy_deferrals: super::convoy::counts().1,
     }
 }

@@ -52,6 +52,7 @@ use std::sync::OnceLock;
 
 use super::g::GStatus;
 use super::p::PStatus;
+use super::procfs::InKernel;
 use super::runq::runq_empty;
 use super::{census, rt, timers, Runtime};
 use crate::stack::pool::SCAVENGE_PERIOD_NS;
@@ -274,6 +275,9 @@ struct Seen {
     /// A second look wanted soon (the holder's thread did not use the CPU all the time
     /// since the last sample: it may be blocked), else at the next round.
     resample_at: Option<i64>,
+    /// The futex word the holder waits on, where sysmon left it the P because waiters
+    /// on that word get through (`convoy`); its next move counts as one more.
+    deferred: Option<usize>,
 }
 
 /// sysmon's thread id, for the census (written once by sysmon, read by sysmon).
@@ -621,6 +625,9 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
     if !outside {
         // Inside goro now (looking for work, or a goro call that does not schedule): it
         // will schedule or park soon. Look again at the next round.
+        if let Some(addr) = s.deferred.take() {
+            super::convoy::moved(addr, now);
+        }
         s.cpu = None;
         s.resample_at = None;
         return false;
@@ -632,13 +639,26 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
     };
     // Stood still past RETAKE_AFTER_NS, and not merely waiting for a CPU.
     let mut runnable = false;
+    let mut futex = None;
     let blocked = match since {
-        Some((0, elapsed)) if elapsed >= RETAKE_AFTER_NS => {
-            runnable = !owner.sleeping_in_kernel();
-            !runnable
-        }
+        Some((0, elapsed)) if elapsed >= RETAKE_AFTER_NS => match owner.kernel_wait() {
+            InKernel::Runnable => {
+                runnable = true;
+                false
+            }
+            InKernel::Asleep => true,
+            InKernel::Futex(addr) => {
+                futex = Some(addr);
+                true
+            }
+        },
         _ => false,
     };
+    if let Some(addr) = s.deferred.filter(|&a| futex != Some(a)) {
+        // The waiter sysmon left its P to got through (it runs, or waits elsewhere).
+        super::convoy::moved(addr, now);
+        s.deferred = None;
+    }
     // Asked to yield PREEMPT_GRACE_NS ago, and it has run that long since (by its own
     // CPU clock, from the first sample after the request): a thread that waited for a
     // CPU meanwhile (an oversubscribed machine, or sysmon itself late to look) had no
@@ -649,6 +669,14 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
             (Some(c), Some(c0)) => c - c0 >= PREEMPT_GRACE_NS,
             _ => true,
         };
+    if let Some(addr) = futex.filter(|&a| !ignores_preempt && super::convoy::defer(a, now)) {
+        // A waiter on a moving lock, with enough Ms out already: it gets the lock soon,
+        // and a new M would only queue behind it (see `convoy`). Look again shortly.
+        s.deferred = Some(addr);
+        s.resample_at = Some(now + super::convoy::LOOK_AGAIN_NS);
+        s.cpu = cpu.map(|n| (n, now));
+        return false;
+    }
     if blocked || ignores_preempt {
         let unchanged =
             || p.tick_pub.load(Ordering::Relaxed) == t && p.status() == PStatus::Running;
@@ -657,11 +685,22 @@ fn retake_running(p: &'static super::p::P, s: &mut Seen, t: u32, now: i64, fresh
         let holder = |epoch| match &*p.owner.lock() {
             Some((e, m)) if *e == epoch && epoch == s.epoch => {
                 taken_from = Some(m.clone());
+                // Before the commit, which publishes it to the M (`convoy::mark`).
+                if let Some(addr) = futex {
+                    super::convoy::mark(m, addr);
+                }
                 Some(super::m::OutsideOf(m.clone()))
             }
             _ => None,
         };
-        if super::p::try_retake(&p.retake, holder, unchanged) {
+        let taken = super::p::try_retake(&p.retake, holder, unchanged);
+        if !taken && futex.is_some() {
+            if let Some(m) = &taken_from {
+                super::convoy::unmark(m);
+            }
+        }
+        s.deferred = None;
+        if taken {
             // The P is ours: hand it on (the holder learns at its next goro call).
             if let Some(m) = taken_from {
                 let why = if blocked {
