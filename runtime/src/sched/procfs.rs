@@ -9,13 +9,16 @@
 //! - the census lists `/proc/self/task` through a directory descriptor opened when
 //!   sysmon starts ([`init`]), rewound and read with `getdents64` each time;
 //! - the files it reads at need, an M's `stat` and a foreign thread's `syscall`
-//!   line, are opened relative to that directory, with a reserve descriptor held
-//!   behind the open: at EMFILE or ENFILE the reserve is closed, the open retried in
-//!   the slot it freed, and the reserve taken again after (`dup` of the directory).
-//!   Another thread that opens a file between the close and the retry can take the
-//!   slot; then the census holds its report back this round and tries again on the
-//!   next (it never reports on what it could not read), and an M whose state cannot
-//!   be read counts as asleep (its P is retaken).
+//!   line, are opened relative to that directory, with [`RESERVES`] reserve
+//!   descriptors held behind the open: at EMFILE or ENFILE a reserve is closed and
+//!   the open retried in the slot it freed (with the next reserve if another thread
+//!   took the slot first), and after the read the reserves are taken again (`dup` of
+//!   the directory). A thread that takes every freed slot can still leave sysmon
+//!   without a reserve until a descriptor frees; then the census holds its report
+//!   back (it never reports on what it could not read), and an M whose state cannot be
+//!   read counts as asleep (its P is retaken). With one reserve and no retry, a thread
+//!   that opened files until EMFILE while sysmon read (`rt_faults`' deadlock scenario,
+//!   once in CI) took the reserve for good, and the census never reported again.
 //!
 //! Why not keep each M's `stat` open from its start (a first version did): opening it
 //! costs ~50 µs on an idle machine but took 7-11 ms here while 4 000 sockets came and
@@ -30,13 +33,16 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
 use std::sync::{Mutex, OnceLock};
 
-/// The directory `/proc/self/task` and the reserve descriptor (see the module doc).
+/// Reserve descriptors held behind sysmon's opens (see the module doc).
+const RESERVES: usize = 2;
+
+/// The directory `/proc/self/task` and the reserve descriptors (see the module doc).
 struct TaskDir {
     dir: OwnedFd,
     /// Held to be closed when an open fails for want of a descriptor; `None` while
     /// it could not be taken again. A std lock: sysmon is its only user, and it holds
     /// no other lock around it.
-    reserve: Mutex<Option<OwnedFd>>,
+    reserve: Mutex<Vec<OwnedFd>>,
 }
 
 /// Set once by [`init`]; `None` inside: `/proc` is not there (nothing is known, and
@@ -61,10 +67,12 @@ pub(crate) fn init() -> io::Result<()> {
 
 fn open_dir() -> io::Result<TaskDir> {
     let dir = open_at(libc::AT_FDCWD, c"/proc/self/task", libc::O_DIRECTORY)?;
-    let reserve = dup(&dir)?;
+    let reserve = (0..RESERVES)
+        .map(|_| dir.try_clone())
+        .collect::<io::Result<Vec<_>>>()?;
     Ok(TaskDir {
         dir,
-        reserve: Mutex::new(Some(reserve)),
+        reserve: Mutex::new(reserve),
     })
 }
 
@@ -84,10 +92,6 @@ fn open_at(dir: RawFd, path: &std::ffi::CStr, flags: libc::c_int) -> io::Result<
     }
     // SAFETY: a descriptor we just opened and own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn dup(fd: &OwnedFd) -> io::Result<OwnedFd> {
-    fd.try_clone()
 }
 
 /// The state letter of a `stat` line: it follows the command name, which is in
@@ -194,7 +198,7 @@ pub(crate) fn tids() -> Option<Vec<i32>> {
     }
 }
 
-/// Reads `/proc/self/task/TID/NAME` into `buf`, with the reserve descriptor behind
+/// Reads `/proc/self/task/TID/NAME` into `buf`, with the reserve descriptors behind
 /// the open (see the module doc). `NotFound` (or ESRCH) if the thread has ended.
 pub(crate) fn read_task_file(tid: i32, name: &str, buf: &mut [u8]) -> io::Result<usize> {
     let Some(td) = TASKS.get().and_then(Option::as_ref) else {
@@ -202,19 +206,27 @@ pub(crate) fn read_task_file(tid: i32, name: &str, buf: &mut [u8]) -> io::Result
     };
     let path = std::ffi::CString::new(format!("{tid}/{name}"))
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let file = match open_at(td.dir.as_raw_fd(), &path, 0) {
-        Err(e) if scarce(&e) => {
-            let mut reserve = td.reserve.lock().unwrap_or_else(|e| e.into_inner());
-            // Give the reserve's slot to this open, then take the reserve back.
-            drop(reserve.take());
-            let r = open_at(td.dir.as_raw_fd(), &path, 0);
-            let got = r.map(File::from).and_then(|f| f.read_at(buf, 0));
-            *reserve = dup(&td.dir).ok();
-            return got;
+    let refill = |reserve: &mut Vec<OwnedFd>| {
+        while reserve.len() < RESERVES {
+            match td.dir.try_clone() {
+                Ok(fd) => reserve.push(fd),
+                Err(_) => break,
+            }
         }
-        r => File::from(r?),
     };
-    file.read_at(buf, 0)
+    let mut reserve = td.reserve.lock().unwrap_or_else(|e| e.into_inner());
+    let got = loop {
+        match open_at(td.dir.as_raw_fd(), &path, 0) {
+            // Give a reserve's slot to this open and try again; a thread that took the
+            // slot first leaves the next reserve's to the next try.
+            Err(e) if scarce(&e) && !reserve.is_empty() => drop(reserve.pop()),
+            r => break r.map(File::from).and_then(|f| f.read_at(buf, 0)),
+        }
+    };
+    // The file is closed: take the reserves back (a reserve lost to a race comes back
+    // once a descriptor is free again).
+    refill(&mut reserve);
+    got
 }
 
 #[cfg(test)]
