@@ -320,10 +320,11 @@ pub mod fs {
 /// sites; [`dump_each`](debug::dump_each) for one entry per coroutine),
 /// [`stack`](debug::stack) (one coroutine's stack), [`stats`](debug::stats) (the
 /// scheduler's counts), [`coroutines`](debug::coroutines) (every live coroutine, its
-/// state, wait reason and spawn site), the stack guard in use.
+/// state, wait reason and spawn site), the stack guard in use and how a slab's
+/// guards are installed.
 pub mod debug {
     pub use goro_runtime::debug::{
-        coroutines, dump, dump_each, stack, stack_guard_kind, stats, CoroutineInfo, CoroutineState,
-        Frame, GuardKind, StackTrace, Stats,
+        coroutines, dump, dump_each, stack, stack_guard_batch, stack_guard_kind, stats,
+        CoroutineInfo, CoroutineState, Frame, GuardBatch, GuardKind, StackTrace, Stats,
     };
 }

@@ -11,8 +11,10 @@
 //! - `GORO_STACK_SIZE`: the default coroutine stack size in bytes, with an optional
 //!   `k`/`K`/`KiB` or `m`/`M`/`MiB` suffix (default 256 KiB).
 //! - `GORO_STACK_GUARD=mprotect`: use `mprotect` guard pages even where
-//!   `MADV_GUARD_INSTALL` works (for testing the fallback; `auto`, the default,
-//!   detects).
+//!   `MADV_GUARD_INSTALL` works; `madvise`: guard installs, but one `madvise` per
+//!   stack instead of one `process_madvise` per slab of 64; `pidfd`: batched through a
+//!   pidfd of the process opened once, not `PIDFD_SELF` (for testing the fallbacks
+//!   that older kernels get; `auto`, the default, detects).
 //! - `GORO_DUMP=each`: the SIGQUIT dump and the deadlock report print every coroutine
 //!   on its own (`grouped`, the default, folds alike ones into one entry).
 //! - `GORO_TRACEBACK=all`: the dumps keep goro's own frames (`user`, the default,
@@ -146,7 +148,10 @@ fn invalid(setting: &'static str, reason: impl Into<String>) -> ConfigError {
 /// with the rest before anything starts, from the environment as `from_env` or the
 /// code's `Config` would leave them, since neither replaces them.
 const READ_LATER: [(&str, &[&str]); 4] = [
-    ("GORO_STACK_GUARD", &["mprotect", "auto"]),
+    (
+        "GORO_STACK_GUARD",
+        &["mprotect", "madvise", "pidfd", "auto"],
+    ),
     ("GORO_DUMP", &["each", "grouped"]),
     ("GORO_TRACEBACK", &["all", "user"]),
     ("GORO_PIDFD", &["on", "off"]),

@@ -4,7 +4,9 @@
 pub use crate::sched::dump::StackTrace;
 pub use crate::sched::stats::{CoroutineInfo, CoroutineState, Stats};
 pub use crate::sched::traceback::Frame;
-pub use crate::stack::{guard_kind as stack_guard_kind, GuardKind};
+pub use crate::stack::{
+    guard_batch as stack_guard_batch, guard_kind as stack_guard_kind, GuardBatch, GuardKind,
+};
 
 /// A dump of every live coroutine, like Go's goroutine profile (`debug=1`): coroutines
 /// alike in state, wait reason, stack and spawn site are one entry, with their count,

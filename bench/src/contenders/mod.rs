@@ -1,4 +1,5 @@
 //! The contenders of [`crate::workloads`]' contract: goro, may, tokio, plain threads, Go,
+//! the floor of a fresh stack (`floor`, spawn-and-park only),
 //! the `sync` suite's peers (goro without its back-off, parking_lot), two echo server
 //! programs: `example` (`examples/echo_server`) and `base` (`compare --baseline PATH`),
 //! and the `async` suite's `goro_recipe` (tokio futures through `goro::blocking`).
@@ -11,6 +12,7 @@ use std::process::Command;
 use crate::workloads::tasks::Coroutines;
 use crate::workloads::{self, sync::Impl, Measurement, Outcome, Suite, Workload};
 
+pub mod floor;
 pub mod may;
 pub mod threads;
 pub mod tokio;
@@ -43,6 +45,7 @@ pub static ALL: &[&dyn Contender] = &[
     &tokio::Tokio,
     &threads::Threads,
     &Go,
+    &floor::Floor,
     &SyncPeer(Impl::GoroNoBackoff),
     &SyncPeer(Impl::ParkingLot),
     &Server("example"),
@@ -108,6 +111,12 @@ impl Contender for Goro {
             .or_else(|| workloads::dump::run(name).map(Ok))
         {
             return m;
+        }
+        if workloads::park_tasks(name).is_some() {
+            // Spawned from `main`, a plain thread, as a user's program spawns (issue
+            // 38); Go's main is a goroutine with a P.
+            return workloads::tasks::now(workloads::tasks::run::<Coroutines>(name))
+                .unwrap_or_else(|| Err(format!("no goro workload {name}")));
         }
         crate::harness::run_bounded(std::time::Duration::MAX, name, move || {
             workloads::tasks::now(workloads::tasks::run::<Coroutines>(name))

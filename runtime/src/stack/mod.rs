@@ -15,6 +15,9 @@
 //!
 //! Which one is used is decided once, at start-up, by trying a guard install on a
 //! scratch mapping ([`guard_kind`]); `GORO_STACK_GUARD=mprotect` forces the fallback.
+//! A slab's guard installs go to the kernel in one `process_madvise` where it takes
+//! them ([`guard_batch`]); `GORO_STACK_GUARD=madvise` forces one `madvise` per stack,
+//! which older kernels get.
 //!
 //! This module owns all raw stack memory; `pool` recycles stacks and `overflow` turns a
 //! hit in a guard page into a message naming the coroutine.
@@ -52,7 +55,7 @@ const MADV_GUARD_INSTALL: libc::c_int = 102;
 /// Fresh default-size stacks are mapped this many at a time (see [`Stack::new_slab`]).
 pub(crate) const SLAB_STACKS: usize = 64;
 
-/// `process_madvise`'s name for the calling process (Linux 6.13+). Not in libc yet.
+/// `process_madvise`'s name for the calling process (Linux 6.15+). Not in libc yet.
 const PIDFD_SELF: libc::c_int = -10000;
 
 /// How guard pages are made on this machine.
@@ -77,11 +80,32 @@ pub(crate) fn page_size() -> usize {
     })
 }
 
+/// How the guard installs of a new slab reach the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuardBatch {
+    /// One `process_madvise(PIDFD_SELF, ...)` per slab (Linux 6.15+).
+    PidfdSelf,
+    /// One `process_madvise` per slab on a pidfd of this process, opened once
+    /// (`pidfd_open`: kernels that take guard installs there but have no `PIDFD_SELF`).
+    Pidfd,
+    /// One `madvise` per stack: `GORO_STACK_GUARD=madvise`, or a kernel that refuses
+    /// guard installs through `process_madvise`; also what the `mprotect` fallback does
+    /// (one `mprotect` per stack).
+    PerStack,
+}
+
+/// `GORO_STACK_GUARD`: `mprotect`, `madvise` (guard installs, one call per stack),
+/// `pidfd` (batched through a pidfd opened once, not `PIDFD_SELF`), `auto` (checked
+/// with the other variables at start: `config::READ_LATER`).
+fn guard_setting() -> Option<String> {
+    std::env::var("GORO_STACK_GUARD").ok()
+}
+
 /// The guard mechanism in use, detected on first call.
 pub fn guard_kind() -> GuardKind {
     static KIND: OnceLock<GuardKind> = OnceLock::new();
     *KIND.get_or_init(|| {
-        if std::env::var("GORO_STACK_GUARD").as_deref() == Ok("mprotect") {
+        if guard_setting().as_deref() == Some("mprotect") {
             return GuardKind::Mprotect;
         }
         let page = page_size();
@@ -265,73 +289,118 @@ fn install_guards(base: usize, one: usize, guard: usize, n: usize) -> io::Result
         }
     };
     let mut done = 0;
-    if guard_kind() == GuardKind::GuardInstall && n > 1 && batched_guards() {
-        // process_madvise takes at most IOV_MAX (1024) ranges and returns the bytes it
-        // advised, in order: what it did not reach gets one madvise each below.
-        let iov: Vec<libc::iovec> = (0..n.min(1024))
-            .map(|k| libc::iovec {
-                iov_base: (base + k * one) as *mut libc::c_void,
-                iov_len: guard,
-            })
-            .collect();
-        // SAFETY: the ranges are the guards of stacks in the caller's fresh mapping.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                PIDFD_SELF,
-                iov.as_ptr(),
-                iov.len(),
-                MADV_GUARD_INSTALL,
-                0,
-            )
-        };
-        if r > 0 {
-            done = r as usize / guard;
+    if guard_kind() == GuardKind::GuardInstall && n > 1 {
+        if let Some(pidfd) = batch_pidfd() {
+            // process_madvise takes at most IOV_MAX (1024) ranges and returns the bytes
+            // it advised, in order: what it did not reach gets one madvise each below.
+            let iov: Vec<libc::iovec> = (0..n.min(1024))
+                .map(|k| libc::iovec {
+                    iov_base: (base + k * one) as *mut libc::c_void,
+                    iov_len: guard,
+                })
+                .collect();
+            let r = process_madvise_guards(pidfd, &iov);
+            if r > 0 {
+                done = r as usize / guard;
+            }
         }
     }
     (done..n).try_for_each(each)
 }
 
-/// Whether `process_madvise(PIDFD_SELF, .., MADV_GUARD_INSTALL)` works here (Linux
-/// 6.13+), tried once on a scratch mapping.
-fn batched_guards() -> bool {
-    static OK: OnceLock<bool> = OnceLock::new();
-    *OK.get_or_init(|| {
-        let page = page_size();
-        // SAFETY: a fresh anonymous mapping of two pages; no memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                2 * page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return false;
+/// `process_madvise(pidfd, iov, MADV_GUARD_INSTALL)`: the bytes advised, or -1.
+fn process_madvise_guards(pidfd: libc::c_int, iov: &[libc::iovec]) -> libc::c_long {
+    // SAFETY: the ranges are guards of stacks in a fresh mapping of the caller's (or
+    // the probe's scratch mapping); the advice only changes page tables, and `pidfd`
+    // names this process.
+    unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            pidfd,
+            iov.as_ptr(),
+            iov.len(),
+            MADV_GUARD_INSTALL,
+            0,
+        )
+    }
+}
+
+/// How a slab's guards are installed here, decided once: `PIDFD_SELF`, else a pidfd
+/// of this process opened once, each tried on a scratch mapping; else one call per
+/// stack (see [`GuardBatch`]).
+pub fn guard_batch() -> GuardBatch {
+    batch().0
+}
+
+/// The decision and, for [`GuardBatch::Pidfd`], the descriptor and the pid it names.
+fn batch() -> &'static (GuardBatch, Option<(std::os::fd::OwnedFd, libc::pid_t)>) {
+    static BATCH: OnceLock<(GuardBatch, Option<(std::os::fd::OwnedFd, libc::pid_t)>)> =
+        OnceLock::new();
+    BATCH.get_or_init(|| {
+        if guard_kind() != GuardKind::GuardInstall || guard_setting().as_deref() == Some("madvise")
+        {
+            return (GuardBatch::PerStack, None);
         }
-        let iov = [libc::iovec {
-            iov_base: p,
-            iov_len: page,
-        }];
-        // SAFETY: one range inside the scratch mapping; the advice only changes page
-        // tables.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                PIDFD_SELF,
-                iov.as_ptr(),
-                1usize,
-                MADV_GUARD_INSTALL,
-                0,
-            )
-        };
-        // SAFETY: unmapping the scratch mapping we own.
-        unsafe { libc::munmap(p, 2 * page) };
-        r == page as libc::c_long
+        // `pidfd` skips PIDFD_SELF, for testing the path that kernels before 6.15 take.
+        if guard_setting().as_deref() != Some("pidfd") && probe_batch(PIDFD_SELF) {
+            return (GuardBatch::PidfdSelf, None);
+        }
+        // SAFETY: pidfd_open of our own pid, no flags: a new descriptor (close-on-exec,
+        // as pidfd_open always makes it) or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) } as libc::c_int;
+        if fd < 0 {
+            return (GuardBatch::PerStack, None);
+        }
+        // SAFETY: the descriptor pidfd_open just returned, ours alone.
+        let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+        if probe_batch(std::os::fd::AsRawFd::as_raw_fd(&fd)) {
+            // SAFETY: getpid has no preconditions.
+            (GuardBatch::Pidfd, Some((fd, unsafe { libc::getpid() })))
+        } else {
+            (GuardBatch::PerStack, None)
+        }
     })
+}
+
+/// The pidfd to batch a slab's guard installs with, if any. A pidfd opened before a
+/// `fork` names the parent: in the child it is not used (one call per stack there).
+fn batch_pidfd() -> Option<libc::c_int> {
+    match batch() {
+        (GuardBatch::PidfdSelf, _) => Some(PIDFD_SELF),
+        // SAFETY: getpid has no preconditions.
+        (GuardBatch::Pidfd, Some((fd, pid))) if *pid == unsafe { libc::getpid() } => {
+            Some(std::os::fd::AsRawFd::as_raw_fd(fd))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `process_madvise(pidfd, .., MADV_GUARD_INSTALL)` installs a guard here,
+/// tried once on a scratch mapping.
+fn probe_batch(pidfd: libc::c_int) -> bool {
+    let page = page_size();
+    // SAFETY: a fresh anonymous mapping of two pages; no memory is touched.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            2 * page,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return false;
+    }
+    let iov = [libc::iovec {
+        iov_base: p,
+        iov_len: page,
+    }];
+    let r = process_madvise_guards(pidfd, &iov);
+    // SAFETY: unmapping the scratch mapping we own.
+    unsafe { libc::munmap(p, 2 * page) };
+    r == page as libc::c_long
 }
 
 /// The memory reserve: address space (and one mapping) held back from the stacks so
