@@ -324,7 +324,7 @@ pub mod fs {
 /// guards are installed.
 pub mod debug {
     pub use goro_runtime::debug::{
-        coroutines, dump, dump_each, stack, stack_guard_batch, stack_guard_kind, stats,
-        CoroutineInfo, CoroutineState, Frame, GuardBatch, GuardKind, StackTrace, Stats,
+        coroutines, dump, dump_each, stack, stack_guard_batch, stack_guard_kind, stack_headroom,
+        stats, CoroutineInfo, CoroutineState, Frame, GuardBatch, GuardKind, StackTrace, Stats,
     };
 }

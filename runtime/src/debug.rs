@@ -77,6 +77,27 @@ pub fn stack(id: u64) -> Option<StackTrace> {
     crate::sched::dump::stack(id)
 }
 
+/// Bytes of stack left below the caller on a coroutine (how much deeper it can call
+/// before its guard page), None on a plain thread. For diagnostics and tests: a
+/// coroutine's stack does not grow (see `Builder::stack_size`).
+///
+/// ```
+/// assert_eq!(goro::debug::stack_headroom(), None);
+/// let left = goro::go!(goro::debug::stack_headroom).join().unwrap().unwrap();
+/// assert!(left > 200 * 1024 && left < 256 * 1024);
+/// ```
+#[inline(never)]
+pub fn stack_headroom() -> Option<usize> {
+    let g = crate::sched::m::current_g_ptr();
+    if g.is_null() {
+        return None;
+    }
+    let here = &g as *const *const crate::sched::g::G as usize;
+    // SAFETY: the running coroutine's G, alive while it runs (we are on its stack).
+    let guard_hi = unsafe { (*g).guard.guard_hi };
+    Some(here.saturating_sub(guard_hi))
+}
+
 /// Counts of the scheduler's state: what the `GORO_SCHEDTRACE` line prints (Ps, threads,
 /// run queues, coroutines), the coroutines by state, pending timers and socket waiters.
 ///

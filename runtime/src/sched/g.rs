@@ -382,9 +382,22 @@ impl G {
         // SAFETY: the yielder was recorded by the coroutine's entry and stays valid
         // for the coroutine's whole life; we are on that coroutine (caller's contract).
         let y = unsafe { &**self.yielder.get() };
-        let resumed = y.suspend(req);
+        let mut resumed = y.suspend(req);
         if !resumed.is_null() {
-            self.answer_inspections(y, resumed);
+            // A dump's resume. Whether the walk has room is decided here, in this
+            // frame, before anything is pushed below it: a G parked with a few bytes
+            // of stack left would fault on its guard in the walk's own frames, with the
+            // G published as running (its overflow, and an abort).
+            if super::traceback::room_to_walk(stack_pointer(), &self.guard) {
+                self.answer_inspections(y, resumed);
+            } else {
+                while !resumed.is_null() {
+                    // SAFETY: the dump passes a Capture that it does not touch until
+                    // this G suspends again.
+                    unsafe { super::traceback::refuse(resumed) };
+                    resumed = y.suspend(Request::Inspected);
+                }
+            }
         }
     }
 
@@ -426,6 +439,29 @@ impl G {
             unsafe { Arc::decrement_strong_count(Arc::as_ptr(this)) };
         }
     }
+}
+
+/// The stack pointer, read without giving anything an address (which would make the
+/// caller keep it in memory: `G::suspend` is inlined into every park and yield).
+#[inline(always)]
+fn stack_pointer() -> usize {
+    let sp: usize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: reads a register into another; touches no memory.
+    unsafe {
+        std::arch::asm!("mov {}, rsp", out(reg) sp, options(nomem, nostack, preserves_flags))
+    };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above.
+    unsafe {
+        std::arch::asm!("mov {}, sp", out(reg) sp, options(nomem, nostack, preserves_flags))
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        let here = 0u8;
+        sp = std::hint::black_box(&here) as *const u8 as usize;
+    }
+    sp
 }
 
 /// Dead Gs kept by a P for its next spawns (Go: gfput/gfget, the P's free list of

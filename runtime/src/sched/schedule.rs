@@ -448,7 +448,11 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
                     // Behind what waits in the global queue (Go: goschedImpl), which
                     // this P's queue would otherwise keep waiting while a pair inherits;
                     // after a preemption, what waits there runs next (`schedule_turn`).
+                    // Then an idle P is woken for it, as Go's goschedImpl does
+                    // (globrunqput, wakep): this P may run its own queue for a slice
+                    // before it looks at the global queue again.
                     publish_global(g);
+                    wakep();
                 }
                 return;
             }

@@ -24,7 +24,7 @@ use crate::stack::overflow::{self, GuardInfo};
 const MAX_FRAMES: usize = 96;
 /// A coroutine with less stack than this left below where it was suspended is not
 /// walked: the unwinder itself needs a few KiB, and running out would be reported as
-/// the coroutine's stack overflow.
+/// the coroutine's stack overflow (see `room_to_walk`).
 const MIN_HEADROOM: usize = 32 * 1024;
 /// Coroutines claimed per barrier (see `walk_all`): a batch is walked in well under a
 /// millisecond, which is as long as an M that wants to run one of them waits.
@@ -49,6 +49,29 @@ pub(crate) enum Walk {
     Skipped(&'static str),
 }
 
+/// What a G that was not walked for want of stack says.
+const NO_ROOM: &str = "too little stack left to walk it";
+
+/// Whether a G suspended with its frame at `here` has the stack a walk needs
+/// (`MIN_HEADROOM` above its guard). Asked in `G::suspend`'s own frame, before the walk
+/// pushes anything.
+#[inline(always)]
+pub(crate) fn room_to_walk(here: usize, guard: &GuardInfo) -> bool {
+    here.saturating_sub(guard.guard_hi) >= MIN_HEADROOM
+}
+
+/// Answers a dump's resume without a walk: the G has too little stack left.
+///
+/// # Safety
+///
+/// `cap` is the Capture a dump passed in with the resume, untouched by the dump until
+/// the G suspends again.
+#[inline(always)]
+pub(crate) unsafe fn refuse(cap: *mut Capture) {
+    // SAFETY: the caller's contract.
+    unsafe { (*cap).skipped = Some(NO_ROOM) };
+}
+
 /// Runs on the inspected G's own stack, in `G::suspend`, when a dump resumed it with
 /// `cap`: records the return addresses of the frames on the G's stack.
 /// Must not unwind (a panic is caught) and must not call into the scheduler: the G runs
@@ -58,11 +81,6 @@ pub(crate) fn capture(cap: *mut Capture, guard: &GuardInfo) {
     // SAFETY: the dump passes a Capture that it does not touch until this G suspends
     // again (`inspect_one`).
     let cap = unsafe { &mut *cap };
-    let here = &cap as *const _ as usize;
-    if here.saturating_sub(guard.guard_hi) < MIN_HEADROOM {
-        cap.skipped = Some("too little stack left to walk it");
-        return;
-    }
     let (lo, hi) = (guard.guard_hi, guard.guard_hi + guard.usable);
     let walked = catch_unwind(AssertUnwindSafe(|| walk_stack(lo, hi, &mut cap.ips)));
     if walked.is_err() {
@@ -73,16 +91,30 @@ pub(crate) fn capture(cap: *mut Capture, guard: &GuardInfo) {
 
 /// The return addresses of the calling thread's frames whose stack pointer lies in
 /// `[lo, hi)`, innermost first (those of the current coroutine's stack, or of any).
+///
+/// Without the `backtrace` crate's process-wide lock (`trace_unsynchronized`): a walk
+/// runs inside an inspection, where the coroutine walked is claimed and an M that
+/// wants it waits, holding its P; a coroutine parked while it held that lock (a goro
+/// call inside an unwinder's callback) would make the walk wait for ever, and with it
+/// the M, its P and every later dump. The dump's symbolisation, after the walks, still
+/// takes the lock, but it holds no claim then.
 fn walk_stack(lo: usize, hi: usize, ips: &mut Vec<usize>) {
-    backtrace::trace(|frame| {
-        let sp = frame.sp() as usize;
-        if sp != 0 && (sp < lo || sp >= hi) {
-            // Out of the coroutine's stack: the frames beyond are its resumer's.
-            return ips.is_empty();
-        }
-        ips.push(frame.ip() as usize);
-        ips.len() < MAX_FRAMES
-    });
+    // SAFETY: the lock serialises what is not thread-safe on some platforms (dbghelp
+    // on Windows); on Linux the walk is libgcc's `_Unwind_Backtrace`, which is safe
+    // to call from several threads at once. Dumps are serialised among themselves
+    // (`dump::SERIAL`); a panic's report may walk beside one, as std's own
+    // backtraces do.
+    unsafe {
+        backtrace::trace_unsynchronized(|frame| {
+            let sp = frame.sp() as usize;
+            if sp != 0 && (sp < lo || sp >= hi) {
+                // Out of the coroutine's stack: the frames beyond are its resumer's.
+                return ips.is_empty();
+            }
+            ips.push(frame.ip() as usize);
+            ips.len() < MAX_FRAMES
+        })
+    };
 }
 
 /// The current stack, for the dumping coroutine itself and for a panicking one.

@@ -1,0 +1,311 @@
+//! A dump never hurts the program it inspects (issue 39): a coroutine parked with only
+//! a few bytes of stack left is reported as too short to walk, never faulted on.
+//!
+//! Each scenario runs in a child process (a fault there would abort it) at
+//! `GORO_MAXPROCS` 1 and 2; the suite runs again with the `hooks` feature in CI.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::run_scenario_child;
+
+fn text(o: &std::process::Output) -> String {
+    format!(
+        "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+const SCENARIO_ENV: &str = "GORO_TEST_DUMP_SAFETY";
+
+/// The byte the calibration paints below its frame.
+const PAINT: u8 = 0xA5;
+/// The coroutines' stack: small, so that reaching its end is quick (a debug build's
+/// park alone takes several KiB).
+const STACK: usize = 64 * 1024;
+
+/// Recurses until at most `target` bytes of stack are left (measured in this frame),
+/// then runs `at_bottom` with that figure. Returns it.
+#[inline(never)]
+fn descend(target: usize, at_bottom: &mut dyn FnMut(usize)) -> usize {
+    let left = goro::debug::stack_headroom().expect("on a coroutine");
+    if left > target {
+        let r = descend(target, at_bottom);
+        std::hint::black_box(&left);
+        return r;
+    }
+    at_bottom(left);
+    left
+}
+
+/// Calls `f` from a frame `N` bytes larger than `pad::<0>`'s.
+#[inline(never)]
+fn pad<const N: usize>(f: &mut dyn FnMut()) {
+    // Uninitialised: an initialised array may be built in a temporary first (a debug
+    // build's), which would double the step.
+    let buf = std::mem::MaybeUninit::<[u8; N]>::uninit();
+    std::hint::black_box(&buf);
+    f();
+    std::hint::black_box(&buf);
+}
+
+/// `pad::<{8 k}>(f)` for `k` in 0..128: the fine step of a descent, 8 bytes at a time.
+fn pad_by(k: usize, f: &mut dyn FnMut()) {
+    macro_rules! pads {
+        ($($k:literal)*) => {
+            match k {
+                $($k => pad::<{ $k * 8 }>(f),)*
+                _ => panic!("pad_by({k}): at most 127"),
+            }
+        };
+    }
+    pads!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95 96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127)
+}
+
+/// Where a parked coroutine's stack was painted: the range, its guard's top (at most),
+/// and the headroom its park began with.
+#[derive(Clone, Copy, Default)]
+struct Painted {
+    lo: usize,
+    hi: usize,
+    guard_hi: usize,
+    here: usize,
+}
+
+/// What the bottom of a descent does: records the headroom it parks with in `at`
+/// (with `paint`, paints the stack below first and records where), counts itself in
+/// `parked`, and parks on `rx` until woken (if ever).
+fn park_at_bottom(
+    paint: bool,
+    at: &Mutex<Painted>,
+    parked: &AtomicUsize,
+    rx: &goro::chan::Receiver<()>,
+) {
+    // `stack_headroom` measures from its own frame, below this one: this frame's
+    // address less its figure is at or above the guard's top.
+    let here = goro::debug::stack_headroom().unwrap();
+    let frame = &here as *const usize as usize;
+    let guard_hi = frame - here;
+    // The painting's own calls (a debug build makes some) run below this frame.
+    let under = if cfg!(debug_assertions) { 1024 } else { 256 };
+    let (lo, hi) = (guard_hi + 64, frame - under);
+    if paint {
+        for a in lo..hi {
+            // SAFETY: inside this coroutine's stack, below every live frame (`under`
+            // bytes under this one), above its guard.
+            unsafe { (a as *mut u8).write_volatile(PAINT) };
+        }
+    }
+    *at.lock().unwrap() = Painted {
+        lo,
+        hi,
+        guard_hi,
+        here,
+    };
+    parked.fetch_add(1, Ordering::Release);
+    let _ = rx.recv();
+}
+
+/// The headroom a park needs, as `park_at_bottom` measures it, seen while the park
+/// lasts: the lowest byte of the painted range it overwrote (read from this thread,
+/// while the coroutine is parked and nothing runs on its stack).
+fn park_need(p: Painted) -> usize {
+    let lowest = (p.lo..p.hi)
+        // SAFETY: the parked coroutine's stack, mapped while it lives (it is parked
+        // until we wake it), written by nobody while it is parked.
+        .find(|&a| unsafe { (a as *const u8).read_volatile() } != PAINT)
+        .unwrap_or(p.hi);
+    p.here - (lowest - p.guard_hi)
+}
+
+/// Spawns a coroutine that descends to `coarse` (`descend`), then `pad_by(k)` deeper
+/// with `k` from `fine(headroom there)`, and parks (`park_at_bottom`). Returns the
+/// headroom at the coarse bottom.
+fn parked_at(
+    name: String,
+    coarse: usize,
+    fine: impl Fn(usize) -> usize + Send + 'static,
+    paint: bool,
+    at: Arc<Mutex<Painted>>,
+    parked: Arc<AtomicUsize>,
+    rx: goro::chan::Receiver<()>,
+) -> goro::JoinHandle<usize> {
+    goro::Builder::new()
+        .name(name)
+        .stack_size(STACK)
+        .spawn(move || {
+            descend(coarse, &mut |left| {
+                pad_by(fine(left), &mut || park_at_bottom(paint, &at, &parked, &rx));
+            })
+        })
+        .unwrap()
+}
+
+/// Parks 64 coroutines with 0 to ~500 bytes more stack left than their park took,
+/// dumps them from a plain thread and from a coroutine, and exits without waking them
+/// (their wake-ups may go deeper than their parks did).
+fn dump_low_headroom() {
+    let parked = Arc::new(AtomicUsize::new(0));
+    let at = Arc::new(Mutex::new(Painted::default()));
+    let (tx, rx) = goro::chan::channel::<()>(0);
+    let calibration = parked_at(
+        "calibration".into(),
+        40 * 1024,
+        |_| 0,
+        true,
+        at.clone(),
+        parked.clone(),
+        rx,
+    );
+    common::wait_until("the calibration to park", || {
+        parked.load(Ordering::Acquire) == 1
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let painted = *at.lock().unwrap();
+    let need = park_need(painted);
+    tx.send(()).unwrap();
+    let left0 = calibration.join().unwrap();
+    // From the coarse bottom to the park, with no pad: the frames in between.
+    let between = left0 - painted.here;
+    // Each coroutine descends to about `need + between + 1 KiB`, then pads its way
+    // down to `need + 8 i` bytes at the park (i = 0..64).
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..64).map(|_| goro::chan::channel::<()>(0)).unzip();
+    let parked = Arc::new(AtomicUsize::new(0));
+    let ats: Vec<_> = (0..64)
+        .map(|_| Arc::new(Mutex::new(Painted::default())))
+        .collect();
+    let _hs: Vec<_> = rxs
+        .into_iter()
+        .enumerate()
+        .map(|(i, rx)| {
+            let fine = move |left: usize| (left - between - need - 8 * i) / 8;
+            let coarse = need + between + 1024;
+            let name = format!("low-{i}");
+            parked_at(
+                name,
+                coarse,
+                fine,
+                false,
+                ats[i].clone(),
+                parked.clone(),
+                rx,
+            )
+        })
+        .collect();
+    common::wait_until("the coroutines to park", || {
+        parked.load(Ordering::Acquire) == 64
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let from_thread = goro::debug::dump_each();
+    let from_coroutine = goro::go!(goro::debug::dump_each).join().unwrap();
+    let spare: Vec<usize> = ats.iter().map(|a| a.lock().unwrap().here - need).collect();
+    let refused = from_thread
+        .matches("too little stack left to walk it")
+        .count();
+    println!(
+        "a park takes {need} B ({between} B between the coarse bottom and the park); \
+         parked with {}..{} B to spare; {refused} of 64 not walked",
+        spare.iter().min().unwrap(),
+        spare.iter().max().unwrap(),
+    );
+    // A walk wants 32 KiB; none of them has it.
+    assert_eq!(refused, 64, "dump:\n{from_thread}");
+    assert!(from_coroutine.contains("too little stack left to walk it"));
+    println!("DUMPED");
+    drop(txs);
+    // The parked coroutines are never woken: their wake-ups may need more stack than
+    // their parks took.
+    std::process::exit(0);
+}
+
+/// A coroutine parks (a 300 ms sleep) inside `backtrace::trace`'s callback, holding the
+/// crate's process-wide lock, while a dump runs: the dump's walks must not wait for
+/// that lock (the coroutine could never be resumed while its walk is claimed), and the
+/// dump ends once the sleep does.
+fn dump_beside_backtrace_lock() {
+    let inside = Arc::new(AtomicUsize::new(0));
+    let h = {
+        let inside = inside.clone();
+        // Pinned: the crate's lock checks, on release, a thread-local its taking set.
+        goro::Builder::new()
+            .pinned(true)
+            .spawn(move || {
+                let mut frames = 0;
+                backtrace::trace(|_| {
+                    inside.store(1, Ordering::Release);
+                    goro::time::sleep(Duration::from_millis(300));
+                    frames += 1;
+                    false
+                });
+                frames
+            })
+            .unwrap()
+    };
+    common::wait_until("the coroutine to hold the lock", || {
+        inside.load(Ordering::Acquire) == 1
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    let dump = goro::debug::dump_each();
+    assert_eq!(h.join().unwrap(), 1);
+    assert!(dump.contains("[sleep"), "{dump}");
+    println!("DUMPED");
+}
+
+#[test]
+fn scenario_child() {
+    let Ok(scenario) = std::env::var(SCENARIO_ENV) else {
+        return;
+    };
+    match scenario.as_str() {
+        "low_headroom" => dump_low_headroom(),
+        "backtrace_lock" => dump_beside_backtrace_lock(),
+        other => panic!("unknown scenario {other}"),
+    }
+}
+
+/// A dump of coroutines parked with 0 to ~700 bytes to spare: before, those with under
+/// ~160 had the walk's first frames pushed onto their guard, and the process aborted
+/// with "coroutine N overflowed its 64 KiB stack".
+#[test]
+fn dump_of_coroutines_parked_at_their_stacks_end() {
+    for procs in ["1", "2"] {
+        let o = run_scenario_child(
+            SCENARIO_ENV,
+            "low_headroom",
+            &[("GORO_MAXPROCS", procs)],
+            &[],
+            Duration::from_secs(60),
+        );
+        let t = text(&o);
+        assert!(
+            o.status.success() && t.contains("DUMPED"),
+            "GORO_MAXPROCS={procs}:\n{t}"
+        );
+    }
+}
+
+/// A dump beside a coroutine parked with the `backtrace` crate's lock held: before, the
+/// walk waited for the lock holding its claim on that coroutine, which then could not
+/// run again (an M spun for it holding its P): the dump and the runtime hung for good.
+#[test]
+fn dump_beside_a_coroutine_holding_the_unwinders_lock() {
+    for procs in ["1", "2"] {
+        let o = run_scenario_child(
+            SCENARIO_ENV,
+            "backtrace_lock",
+            &[("GORO_MAXPROCS", procs)],
+            &[],
+            Duration::from_secs(30),
+        );
+        let t = text(&o);
+        assert!(
+            o.status.success() && t.contains("DUMPED"),
+            "GORO_MAXPROCS={procs}:\n{t}"
+        );
+    }
+}
