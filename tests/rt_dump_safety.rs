@@ -273,18 +273,19 @@ fn scenario_child() {
 /// with "coroutine N overflowed its 64 KiB stack".
 #[test]
 fn dump_of_coroutines_parked_at_their_stacks_end() {
+    dumped_at_1_and_2_ps("low_headroom");
+}
+
+/// Runs `scenario` in a child at 1 and 2 Ps, killed after 30 s; each must print DUMPED
+/// and exit 0.
+fn dumped_at_1_and_2_ps(scenario: &str) {
     for procs in ["1", "2"] {
-        let o = run_scenario_child(
-            SCENARIO_ENV,
-            "low_headroom",
-            &[("GORO_MAXPROCS", procs)],
-            &[],
-            Duration::from_secs(60),
-        );
+        let env = [("GORO_MAXPROCS", procs)];
+        let o = run_scenario_child(SCENARIO_ENV, scenario, &env, &[], Duration::from_secs(30));
         let t = text(&o);
         assert!(
             o.status.success() && t.contains("DUMPED"),
-            "GORO_MAXPROCS={procs}:\n{t}"
+            "{scenario}, GORO_MAXPROCS={procs}:\n{t}"
         );
     }
 }
@@ -294,18 +295,5 @@ fn dump_of_coroutines_parked_at_their_stacks_end() {
 /// run again (an M spun for it holding its P): the dump and the runtime hung for good.
 #[test]
 fn dump_beside_a_coroutine_holding_the_unwinders_lock() {
-    for procs in ["1", "2"] {
-        let o = run_scenario_child(
-            SCENARIO_ENV,
-            "backtrace_lock",
-            &[("GORO_MAXPROCS", procs)],
-            &[],
-            Duration::from_secs(30),
-        );
-        let t = text(&o);
-        assert!(
-            o.status.success() && t.contains("DUMPED"),
-            "GORO_MAXPROCS={procs}:\n{t}"
-        );
-    }
+    dumped_at_1_and_2_ps("backtrace_lock");
 }

@@ -36,6 +36,23 @@ enum Guards {
     Mprotect,
 }
 
+/// `process_madvise(PIDFD_SELF, iov, advice)`: the bytes advised, or -1.
+fn advise(iov: &[libc::iovec], advice: libc::c_int) -> libc::c_long {
+    // SAFETY: the ranges are parts of a slab this module just mapped (its guards, or
+    // its top pages, read-write); the advice only changes page tables or faults pages
+    // in.
+    unsafe {
+        libc::syscall(
+            libc::SYS_process_madvise,
+            PIDFD_SELF,
+            iov.as_ptr(),
+            iov.len(),
+            advice,
+            0,
+        )
+    }
+}
+
 /// Maps one slab of `SLAB` stacks and installs their guards the cheapest way this
 /// kernel takes; returns its base, or why not.
 fn slab(guards: &mut Option<Guards>) -> Result<usize, String> {
@@ -63,18 +80,7 @@ fn slab(guards: &mut Option<Guards>) -> Result<usize, String> {
                 iov_len: GUARD,
             })
             .collect();
-        // SAFETY: the guards of the slab just mapped; the advice only changes page tables.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_process_madvise,
-                PIDFD_SELF,
-                iov.as_ptr(),
-                iov.len(),
-                MADV_GUARD_INSTALL,
-                0,
-            )
-        };
-        if r == (GUARD * SLAB) as libc::c_long {
+        if advise(&iov, MADV_GUARD_INSTALL) == (GUARD * SLAB) as libc::c_long {
             *guards = Some(Guards::Batched);
             return Ok(base);
         }
@@ -126,18 +132,7 @@ fn floor(name: &str, n: usize) -> Outcome {
                     iov_len: 4096,
                 })
                 .collect();
-            // SAFETY: the top pages of the slab just mapped, read-write.
-            let r = unsafe {
-                libc::syscall(
-                    libc::SYS_process_madvise,
-                    PIDFD_SELF,
-                    iov.as_ptr(),
-                    iov.len(),
-                    MADV_POPULATE_WRITE,
-                    0,
-                )
-            };
-            if r != (4096 * count) as libc::c_long {
+            if advise(&iov, MADV_POPULATE_WRITE) != (4096 * count) as libc::c_long {
                 return Err(format!(
                     "process_madvise(MADV_POPULATE_WRITE): {}",
                     std::io::Error::last_os_error()
