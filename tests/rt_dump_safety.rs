@@ -10,16 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::run_scenario_child;
-
-fn text(o: &std::process::Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{output_text as text, run_scenario_child};
 
 const SCENARIO_ENV: &str = "GORO_TEST_DUMP_SAFETY";
 

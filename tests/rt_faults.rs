@@ -12,6 +12,8 @@ use std::fs::File;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use common::output_text as text;
+
 const SCENARIO_ENV: &str = "GORO_TEST_FAULTS";
 
 /// How long a blocker holds its P in the kernel, unseen by goro.
@@ -21,15 +23,6 @@ fn run(scenario: &str, procs: &str, extra: &[(&str, &str)]) -> Output {
     let mut env = vec![("GORO_MAXPROCS", procs)];
     env.extend_from_slice(extra);
     common::run_scenario_child(SCENARIO_ENV, scenario, &env, &[], Duration::from_secs(60))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The probe's start delay the child printed (`PROBE <ms>`).

@@ -7,6 +7,8 @@ mod common;
 use std::process::Output;
 use std::time::Duration;
 
+use common::output_text as text;
+
 const SCENARIO_ENV: &str = "GORO_TEST_PANIC_SCENARIO";
 
 fn run(scenario: &str, procs: &str, env: &[(&str, &str)]) -> Output {
@@ -18,15 +20,6 @@ fn run(scenario: &str, procs: &str, env: &[(&str, &str)]) -> Output {
         &all,
         &["GORO_DETACHED_PANIC"],
         Duration::from_secs(30),
-    )
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
     )
 }
 

@@ -369,6 +369,16 @@ pub fn run_scenario_child(
     output_within(cmd, limit)
 }
 
+/// A child's status, stdout and stderr, for a failed assertion's message.
+pub fn output_text(o: &Output) -> String {
+    format!(
+        "status {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 /// Runs `cmd` with its output captured, and kills it if it has not ended after `limit`
 /// (its status then has no code). The limit is kept here, not in a watchdog thread of
 /// the child: a thread that sleeps with a deadline may wake someone, so a deadlock

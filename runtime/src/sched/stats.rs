@@ -193,6 +193,7 @@ pub(crate) fn stats() -> Stats {
         })
         .collect();
     let timers = (0..created).map(|id| rt.p(id).timers.len()).sum();
+    let convoy = super::convoy::counts();
     Stats {
         gomaxprocs: procs,
         idle_procs: rt.spinning.npidle(),
@@ -211,7 +212,7 @@ pub(crate) fn stats() -> Stats {
         io_waiters: rt.netpoll.waiters(),
         // Relaxed: a count for display (see the field).
         accept_backoffs: crate::net::socket::ACCEPT_BACKOFFS.load(Ordering::Relaxed),
-        futex_waiters_without_p: super::convoy::counts().0,
-        convoy_deferrals: super::convoy::counts().1,
+        futex_waiters_without_p: convoy.0,
+        convoy_deferrals: convoy.1,
     }
 }

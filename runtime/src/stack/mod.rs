@@ -108,25 +108,10 @@ pub fn guard_kind() -> GuardKind {
         if guard_setting().as_deref() == Some("mprotect") {
             return GuardKind::Mprotect;
         }
-        let page = page_size();
-        // SAFETY: a fresh anonymous mapping of one page; no memory is touched.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return GuardKind::Mprotect;
-        }
-        // SAFETY: `p` is the page just mapped; the advice only changes page tables.
-        let ok = unsafe { libc::madvise(p, page, MADV_GUARD_INSTALL) } == 0;
-        // SAFETY: unmapping the scratch page we own.
-        unsafe { libc::munmap(p, page) };
+        let ok = on_scratch_page(|p, page| {
+            // SAFETY: `p` is the scratch page; the advice only changes page tables.
+            unsafe { libc::madvise(p, page, MADV_GUARD_INSTALL) == 0 }
+        });
         if ok {
             GuardKind::GuardInstall
         } else {
@@ -311,7 +296,7 @@ fn install_guards(base: usize, one: usize, guard: usize, n: usize) -> io::Result
 /// `process_madvise(pidfd, iov, MADV_GUARD_INSTALL)`: the bytes advised, or -1.
 fn process_madvise_guards(pidfd: libc::c_int, iov: &[libc::iovec]) -> libc::c_long {
     // SAFETY: the ranges are guards of stacks in a fresh mapping of the caller's (or
-    // the probe's scratch mapping); the advice only changes page tables, and `pidfd`
+    // the probe's scratch page); the advice only changes page tables, and `pidfd`
     // names this process.
     unsafe {
         libc::syscall(
@@ -378,12 +363,25 @@ fn batch_pidfd() -> Option<libc::c_int> {
 /// Whether `process_madvise(pidfd, .., MADV_GUARD_INSTALL)` installs a guard here,
 /// tried once on a scratch mapping.
 fn probe_batch(pidfd: libc::c_int) -> bool {
+    on_scratch_page(|p, page| {
+        let iov = [libc::iovec {
+            iov_base: p,
+            iov_len: page,
+        }];
+        process_madvise_guards(pidfd, &iov) == page as libc::c_long
+    })
+}
+
+/// Runs `try_it` on a fresh scratch page (its address and the page size) and unmaps
+/// it after: how the guard probes find what this kernel takes. False if no page could
+/// be mapped.
+fn on_scratch_page(try_it: impl FnOnce(*mut libc::c_void, usize) -> bool) -> bool {
     let page = page_size();
-    // SAFETY: a fresh anonymous mapping of two pages; no memory is touched.
+    // SAFETY: a fresh anonymous mapping of one page; no memory is touched.
     let p = unsafe {
         libc::mmap(
             std::ptr::null_mut(),
-            2 * page,
+            page,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
             -1,
@@ -393,14 +391,10 @@ fn probe_batch(pidfd: libc::c_int) -> bool {
     if p == libc::MAP_FAILED {
         return false;
     }
-    let iov = [libc::iovec {
-        iov_base: p,
-        iov_len: page,
-    }];
-    let r = process_madvise_guards(pidfd, &iov);
-    // SAFETY: unmapping the scratch mapping we own.
-    unsafe { libc::munmap(p, 2 * page) };
-    r == page as libc::c_long
+    let ok = try_it(p, page);
+    // SAFETY: unmapping the scratch page we own.
+    unsafe { libc::munmap(p, page) };
+    ok
 }
 
 /// The memory reserve: address space (and one mapping) held back from the stacks so
