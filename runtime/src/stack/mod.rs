@@ -30,6 +30,7 @@
 
 pub(crate) mod overflow;
 pub(crate) mod pool;
+pub(crate) mod trap;
 
 use std::io;
 use std::ptr::NonNull;

@@ -8,7 +8,8 @@
 //! `coroutine <id> ('<name>') overflowed its <N> KiB stack` with `write(2)` and aborts:
 //! never a silent segfault, never a jump back into a broken stack. Any other fault goes
 //! to the handler that was installed before ours (std's, which reports overflows of its
-//! own thread stacks), or to the default action. The handler uses only async-signal-safe
+//! own thread stacks), or to the default action. A fault in a dump's stack walk, which
+//! runs under a fault trap (`trap.rs`), ends that walk instead. The handler uses only async-signal-safe
 //! calls: `write`, `sigaction`, `abort`.
 
 use std::cell::Cell;
@@ -155,6 +156,10 @@ pub(crate) fn ensure_altstack() -> Option<AltStack> {
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
+    // A dump's walk under its fault trap: the walk ends there, the process goes on.
+    if super::trap::escape(ctx) {
+        return;
+    }
     let running = RUNNING.with(|r| r.get());
     if !running.is_null() {
         // SAFETY: the M publishes a pointer to the running G's GuardInfo, and the G is
