@@ -154,10 +154,12 @@ impl AllGs {
     /// Every live G, as strong references taken under each shard's lock (for the dump,
     /// which walks them without holding the locks).
     pub(crate) fn collect(&self) -> Vec<super::g::GRef> {
-        let mut out = Vec::new();
+        // Sized from a first count (a few spawns between the two passes may still grow
+        // it once): grown shard by shard, the Vec could hold twice the coroutines.
+        let about: usize = self.shards.iter().map(|s| s.lock().len()).sum();
+        let mut out = Vec::with_capacity(about + about / 64 + 16);
         for s in &self.shards {
             let v = s.lock();
-            out.reserve(v.len());
             out.extend(v.iter().map(|g| g.strong()));
         }
         out

@@ -10,6 +10,7 @@
 //! and the deadlock report print each, and `GORO_TRACEBACK=all` keeps the runtime's
 //! frames (Go's `GOTRACEBACK=system`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::panic::Location;
@@ -19,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use super::g::{GRef, GStatus};
 use super::m::{current_g_ptr, LOST_BLOCKED};
-use super::traceback::{self, Frame, Symbols, Walk};
+use super::traceback::{self, Frame, StackId, Symbols, Unwalked, Walk, Walker};
 use crate::wait::WaitReason;
 
 /// How a dump lays its entries out.
@@ -50,38 +51,85 @@ fn all_frames() -> bool {
 struct Entry {
     id: u64,
     name: Option<std::sync::Arc<str>>,
-    /// Its state and wait reason (without the time).
-    state: String,
+    /// Its state and wait reason (without the time): a static string for a parked
+    /// coroutine (most of a large dump), so that an entry allocates nothing.
+    state: Cow<'static, str>,
     waited_ns: Option<i64>,
-    /// Shared by every coroutine with the same frames (`Symbols`).
+    /// The stack its walk recorded, if any.
+    stack: Option<StackId>,
+    /// Its frames, named (`Named::fill`): shared by every coroutine with the same
+    /// frames (`Symbols`).
     frames: Arc<[Frame]>,
-    /// Why its stack is not shown, when it is not running and it is not.
-    not_walked: Option<&'static str>,
+    /// Why its stack is not shown, or not all of it.
+    not_walked: Option<Unwalked>,
     spawned_at: Option<&'static Location<'static>>,
 }
 
 /// Dumps are made one at a time (each holds its batch of coroutines' scan claims).
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The dump (see the module doc).
+/// The dump (see the module doc). Called on a coroutine, it runs on a stack of its own
+/// (`traceback::off_coroutine_stack`): a coroutine with a small stack may dump.
 pub(crate) fn dump(layout: Layout) -> String {
+    traceback::off_coroutine_stack(|| dump_here(layout))
+}
+
+/// The frames of each stack a dump's walks recorded, by `StackId`, named.
+struct Named {
+    frames: Vec<Arc<[Frame]>>,
+    gave_up: bool,
+}
+
+impl Named {
+    fn new(walker: &Walker) -> Named {
+        let all = all_frames();
+        let mut symbols = Symbols::name(walker.stacks());
+        let frames = walker
+            .stacks()
+            .iter()
+            .map(|ips| symbols.frames(ips, all))
+            .collect();
+        Named {
+            frames,
+            gave_up: symbols.gave_up(),
+        }
+    }
+
+    /// Gives each entry the frames of its stack.
+    fn fill(&self, entries: &mut [Entry]) {
+        for e in entries {
+            if let Some(id) = e.stack {
+                e.frames = self.frames[id as usize].clone();
+            }
+        }
+    }
+}
+
+fn dump_here(layout: Layout) -> String {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let rt = super::rt();
     let now = crate::timers::nanotime();
     let mut gs = rt.allgs.collect();
     gs.sort_by_key(|g| g.id);
-    let walks = traceback::walk_all(&gs, current_g_ptr());
-    let mut symbols = Symbols::default();
-    let all = all_frames();
+    let mut walker = Walker::new();
+    let walks = walker.walk_all(&gs, current_g_ptr());
     let ms = ms_by_coroutine();
-    let entries: Vec<Entry> = gs
-        .iter()
-        .zip(walks)
-        .filter_map(|(g, walk)| entry(g, walk, now, &ms, &mut symbols, all))
-        .collect();
+    // The states as the walks left them; the names after (looking them up may wait).
+    // Sized once: a Vec grown by doubling would hold up to three times the entries
+    // for a moment (the peak a dump of 100 000 coroutines is held to, issue 39).
+    let mut entries: Vec<Entry> = Vec::with_capacity(gs.len());
+    entries.extend(
+        gs.iter()
+            .zip(walks)
+            .filter_map(|(g, walk)| entry(g, walk, now, &ms)),
+    );
+    drop(gs);
+    let named = Named::new(&walker);
+    drop(walker);
+    named.fill(&mut entries);
     let mut out = String::new();
     let groups = match layout {
-        Layout::Each => entries.iter().map(|e| vec![e]).collect(),
+        Layout::Each => Vec::new(),
         Layout::Grouped => group(&entries),
     };
     let _ = writeln!(
@@ -124,23 +172,34 @@ pub(crate) fn dump(layout: Layout) -> String {
             );
         }
     }
+    if named.gave_up {
+        let _ = writeln!(
+            out,
+            "(some frames are addresses: looking up their names made no progress for \
+             {}s; the unwinder's lock may be held by a parked coroutine)",
+            traceback::NAMING_STALL.as_secs()
+        );
+    }
     let cwd = std::env::current_dir().ok();
-    for group in groups {
-        out.push('\n');
-        write_group(&mut out, &group, cwd.as_deref());
+    match layout {
+        Layout::Grouped => {
+            for group in groups {
+                out.push('\n');
+                write_group(&mut out, &group, cwd.as_deref());
+            }
+        }
+        Layout::Each => {
+            for e in &entries {
+                out.push('\n');
+                write_group(&mut out, &[e], cwd.as_deref());
+            }
+        }
     }
     out
 }
 
 /// The coroutine's entry, or None if it has just ended. `ms`: `ms_by_coroutine`.
-fn entry(
-    g: &GRef,
-    walk: Walk,
-    now: i64,
-    ms: &RunningMs,
-    symbols: &mut Symbols,
-    all: bool,
-) -> Option<Entry> {
+fn entry(g: &GRef, walk: Walk, now: i64, ms: &RunningMs) -> Option<Entry> {
     let status = g.status();
     // Relaxed: informational timestamps and ids (see the fields); a stale one only
     // skews what is printed.
@@ -151,7 +210,7 @@ fn entry(
     let (state, waited) = match status {
         GStatus::Dead => return None,
         GStatus::Running if std::ptr::eq(&**g, current_g_ptr()) => {
-            ("running, making this dump".to_string(), None)
+            ("running, making this dump".into(), None)
         }
         GStatus::Running => match lost {
             Some((why, at)) => {
@@ -160,32 +219,32 @@ fn entry(
                 } else {
                     "computing outside goro, P retaken"
                 };
-                (format!("{state}, on {m}"), Some(now - at))
+                (format!("{state}, on {m}").into(), Some(now - at))
             }
-            None => (format!("running on {m}"), None),
+            None => (format!("running on {m}").into(), None),
         },
         GStatus::Waiting => {
             let reason = match g.wait_reason() {
-                WaitReason::None => "waiting".to_string(),
-                r => r.as_str().to_string(),
+                WaitReason::None => "waiting",
+                r => r.as_str(),
             };
-            (reason, Some(now - since))
+            (reason.into(), Some(now - since))
         }
         GStatus::Syscall => (
-            format!("{}, on {m}", WaitReason::BlockingCall.as_str()),
+            format!("{}, on {m}", WaitReason::BlockingCall.as_str()).into(),
             Some(now - since),
         ),
-        GStatus::Runnable => ("runnable".to_string(), None),
+        GStatus::Runnable => ("runnable".into(), None),
     };
     let not_started = matches!(walk, Walk::NotStarted);
-    let (frames, not_walked) = match walk {
-        Walk::Frames(ips) => (symbols.frames(&ips, all), None),
-        Walk::OnCpu | Walk::NotStarted => (Arc::from([]), None),
-        Walk::Skipped(why) => (Arc::from([]), Some(why)),
+    let (stack, not_walked) = match walk {
+        Walk::Frames(id, cut) => (Some(id), cut),
+        Walk::OnCpu | Walk::NotStarted => (None, None),
+        Walk::Skipped(why) => (None, Some(why)),
     };
     // A runnable coroutine that has never run has no stack yet.
     let state = match status {
-        GStatus::Runnable if not_started => "runnable, not started".to_string(),
+        GStatus::Runnable if not_started => "runnable, not started".into(),
         _ => state,
     };
     Some(Entry {
@@ -193,7 +252,8 @@ fn entry(
         name: g.guard.name.clone(),
         state,
         waited_ns: waited,
-        frames,
+        stack,
+        frames: Arc::from([]),
         not_walked,
         spawned_at: g.spawned_at,
     })
@@ -228,7 +288,7 @@ fn group(entries: &[Entry]) -> Vec<Vec<&Entry>> {
     let mut index: HashMap<Key<'_>, usize> = HashMap::new();
     let mut groups: Vec<Vec<&Entry>> = Vec::new();
     for e in entries {
-        let key = (e.state.as_str(), e.frames.as_ptr(), e.spawned_at);
+        let key = (&*e.state, e.frames.as_ptr(), e.spawned_at);
         // Running coroutines, and those whose stack was not walked, are shown alone.
         if e.frames.is_empty() || e.not_walked.is_some() {
             groups.push(vec![e]);
@@ -287,8 +347,14 @@ fn write_group(out: &mut String, group: &[&Entry], cwd: Option<&Path>) {
         out.push('\n');
     }
     write_frames(out, &first.frames, cwd);
-    if let Some(why) = first.not_walked {
-        let _ = writeln!(out, "    (stack not shown: {why})");
+    match first.not_walked {
+        Some(why) if first.frames.is_empty() => {
+            let _ = writeln!(out, "    (stack not shown: {})", why.as_str());
+        }
+        Some(why) => {
+            let _ = writeln!(out, "    ({})", why.as_str());
+        }
+        None => {}
     }
     match first.spawned_at {
         Some(at) => write_created(out, at, cwd),
@@ -350,8 +416,9 @@ pub struct StackTrace {
     /// Its frames, innermost first, the runtime's own left out (all of them with
     /// `GORO_TRACEBACK=all`). Empty when the stack could not be walked.
     pub frames: Vec<Frame>,
-    /// Why `frames` is empty, if it is: the coroutine was running (`running on M 2`),
-    /// in a blocking call, not started yet, or its stack could not be walked.
+    /// Why `frames` is empty or incomplete, if it is: the coroutine was running
+    /// (`running on M 2`), in a blocking call, not started yet, or its stack could not
+    /// be walked (or not all of it: `stack not walkable: ...`).
     pub unavailable: Option<String>,
     /// Where it was spawned (see `CoroutineInfo::spawned_at`).
     pub spawned_at: Option<&'static Location<'static>>,
@@ -380,21 +447,29 @@ impl std::fmt::Display for StackTrace {
 
 /// The stack of the live coroutine `id` (see [`StackTrace`]), or None if there is none.
 pub(crate) fn stack(id: u64) -> Option<StackTrace> {
+    traceback::off_coroutine_stack(|| stack_here(id))
+}
+
+fn stack_here(id: u64) -> Option<StackTrace> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let g = super::rt().allgs.get(id)?;
-    let walk = traceback::walk_all(std::slice::from_ref(&g), current_g_ptr()).pop()?;
-    let e = entry(
+    let mut walker = Walker::new();
+    let walk = walker
+        .walk_all(std::slice::from_ref(&g), current_g_ptr())
+        .pop()?;
+    let mut e = [entry(
         &g,
         walk,
         crate::timers::nanotime(),
         &ms_by_coroutine(),
-        &mut Symbols::default(),
-        all_frames(),
-    )?;
+    )?];
+    Named::new(&walker).fill(&mut e);
+    let [e] = e;
     let unavailable = match (e.frames.is_empty(), e.not_walked) {
+        (_, Some(why)) if !e.frames.is_empty() => Some(why.as_str().to_string()),
         (false, _) => None,
-        (true, Some(why)) => Some(format!("{}; stack not shown: {why}", e.state)),
-        (true, None) => Some(e.state),
+        (true, Some(why)) => Some(format!("{}; stack not shown: {}", e.state, why.as_str())),
+        (true, None) => Some(e.state.into_owned()),
     };
     Some(StackTrace {
         id,

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 use super::m::running_g_ptr;
-use super::traceback::{self, Symbols, Walk};
+use super::traceback::{self, Symbols, Walk, Walker};
 
 /// Installs the hook, once (from the runtime's start).
 pub(crate) fn install() {
@@ -80,6 +80,8 @@ fn report(
         .copied()
         .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("Box<dyn Any>");
+    // The message, where and who first, written before anything is walked: whatever
+    // befalls the backtrace, the report's essentials are out.
     let mut out = String::new();
     match location {
         Some(at) => out.push_str(&format!("{who} panicked at {at}:\n{msg}\n")),
@@ -89,31 +91,47 @@ fn report(
         out.push_str(s);
         out.push('\n');
     }
+    let _ = std::io::stderr().write_all(out.as_bytes());
     // As std: RUST_BACKTRACE=0 or unset prints a note (once per process), anything else
-    // the coroutine's stack as the dump shows one (`full`: the runtime's frames too).
+    // the coroutine's stack as the dump shows one (`full`: the runtime's frames too),
+    // walked and named on a stack of its own (a small coroutine's has no room for it).
     static NOTED: AtomicBool = AtomicBool::new(false);
-    match std::env::var("RUST_BACKTRACE").as_deref() {
-        Ok("0") | Err(_) => {
-            // Relaxed: a once-only note, nothing published with it.
-            if !NOTED.swap(true, Ordering::Relaxed) {
-                out.push_str(
-                    "note: run with `RUST_BACKTRACE=1` environment variable to display a \
-                     backtrace\n",
-                );
-            }
+    let tail = match std::env::var("RUST_BACKTRACE").as_deref() {
+        // Relaxed: a once-only note, nothing published with it.
+        Ok("0") | Err(_) if !NOTED.swap(true, Ordering::Relaxed) => {
+            "note: run with `RUST_BACKTRACE=1` environment variable to display a \
+             backtrace\n"
+                .to_string()
         }
-        Ok(detail) => {
-            let g = running_g_ptr();
-            // SAFETY: as in `coroutine`: alive while it runs here.
-            if let Walk::Frames(ips) = traceback::walk_current(unsafe { &*g }) {
-                let frames = Symbols::default().frames(&ips, detail == "full");
-                out.push_str("stack backtrace (this coroutine):\n");
-                let cwd = std::env::current_dir().ok();
-                super::dump::write_frames(&mut out, &frames, cwd.as_deref());
-            }
+        Ok("0") | Err(_) => String::new(),
+        Ok(detail) => traceback::off_coroutine_stack(|| backtrace_text(detail == "full")),
+    };
+    let _ = std::io::stderr().write_all(tail.as_bytes());
+}
+
+/// The panicking coroutine's backtrace, as the report prints it.
+fn backtrace_text(all: bool) -> String {
+    let g = running_g_ptr();
+    let mut walker = Walker::new();
+    // SAFETY: as in `coroutine`: alive while it runs here.
+    let walk = walker.walk_current(unsafe { &*g });
+    let mut out = String::new();
+    let (id, cut) = match walk {
+        Walk::Frames(id, cut) => (id, cut),
+        Walk::Skipped(why) => {
+            out.push_str(&format!("stack backtrace not shown: {}\n", why.as_str()));
+            return out;
         }
+        Walk::OnCpu | Walk::NotStarted => return out,
+    };
+    let frames = Symbols::default().frames(&walker.stacks()[id as usize], all);
+    out.push_str("stack backtrace (this coroutine):\n");
+    let cwd = std::env::current_dir().ok();
+    super::dump::write_frames(&mut out, &frames, cwd.as_deref());
+    if let Some(why) = cut {
+        out.push_str(&format!("    ({})\n", why.as_str()));
     }
-    let _ = std::io::stderr().lock().write_all(out.as_bytes());
+    out
 }
 
 /// A coroutine's panic that no join will take (see "a panic is never lost" in

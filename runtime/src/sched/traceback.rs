@@ -17,40 +17,82 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use corosensei::stack::DefaultStack;
+
 use super::g::{GRef, G};
 use crate::stack::overflow::{self, GuardInfo};
+use crate::stack::trap;
 
 /// The most frames a walk records (innermost first).
 const MAX_FRAMES: usize = 96;
 /// A coroutine with less stack than this left below where it was suspended is not
-/// walked: the unwinder itself needs a few KiB, and running out would be reported as
-/// the coroutine's stack overflow (see `room_to_walk`).
-const MIN_HEADROOM: usize = 32 * 1024;
+/// walked. The walk itself runs on a stack of its own (`WALK_STACK`); the coroutine's
+/// stack holds only `capture`'s frame and the switch to it, a few hundred bytes (see
+/// `room_to_walk`).
+const MIN_HEADROOM: usize = 2 * 1024;
+/// The stack the unwinder runs on during a dump's walks (its frames take a few KiB).
+const WALK_STACK: usize = 64 * 1024;
 /// Coroutines claimed per barrier (see `walk_all`): a batch is walked in well under a
 /// millisecond, which is as long as an M that wants to run one of them waits.
 const BATCH: usize = 256;
 
-/// What a walk leaves: return addresses, or why there are none.
-pub(crate) struct Capture {
-    ips: Vec<usize>,
-    skipped: Option<&'static str>,
+/// Why a coroutine's stack is not shown, or not all of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unwalked {
+    /// It was parked with less than `MIN_HEADROOM` of stack left.
+    NoRoom,
+    /// Another dump held its claim.
+    Busy,
+    /// The unwinder panicked.
+    Panicked,
+    /// The unwinder faulted: a frame's unwind information led it out of the stack.
+    Faulted,
+    /// The dump could not map a stack for its walks.
+    NoWalkStack,
 }
 
+impl Unwalked {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Unwalked::NoRoom => "too little stack left to walk it",
+            Unwalked::Busy => "another dump is walking it",
+            Unwalked::Panicked => "the unwinder panicked",
+            Unwalked::Faulted => {
+                "stack not walkable past here: a frame's unwind information is wrong \
+                 (the unwinder faulted)"
+            }
+            Unwalked::NoWalkStack => "no memory for the dump's walk stack",
+        }
+    }
+}
+
+/// A stack the walks recorded, by its index in `Walker::stacks` (each distinct list of
+/// return addresses once).
+pub(crate) type StackId = u32;
+
 /// What became of one coroutine's walk.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Walk {
-    /// Its stack's return addresses, innermost first.
-    Frames(Vec<usize>),
+    /// Its stack's return addresses, innermost first; with why the walk stopped short,
+    /// if it did.
+    Frames(StackId, Option<Unwalked>),
     /// It was running (or about to run) on an M: its stack was not walked.
     OnCpu,
     /// Its coroutine has not started: it has no stack to walk yet.
     NotStarted,
     /// Not walked, and why.
-    Skipped(&'static str),
+    Skipped(Unwalked),
 }
 
-/// What a G that was not walked for want of stack says.
-const NO_ROOM: &str = "too little stack left to walk it";
+/// What a dump passes to an inspected G with its resume: the buffer the walk fills
+/// (allocated once per dump, `MAX_FRAMES` long: a walk never grows it, so a walk cut
+/// short by a fault leaves no allocation half-made), the stack the walk runs on, and
+/// the outcome.
+pub(crate) struct Capture {
+    ips: Vec<usize>,
+    cut: Option<Unwalked>,
+    stack: *mut DefaultStack,
+}
 
 /// Whether a G suspended with its frame at `here` has the stack a walk needs
 /// (`MIN_HEADROOM` above its guard). Asked in `G::suspend`'s own frame, before the walk
@@ -69,35 +111,69 @@ pub(crate) fn room_to_walk(here: usize, guard: &GuardInfo) -> bool {
 #[inline(always)]
 pub(crate) unsafe fn refuse(cap: *mut Capture) {
     // SAFETY: the caller's contract.
-    unsafe { (*cap).skipped = Some(NO_ROOM) };
+    unsafe {
+        (*cap).ips.clear();
+        (*cap).cut = Some(Unwalked::NoRoom);
+    }
 }
 
 /// Runs on the inspected G's own stack, in `G::suspend`, when a dump resumed it with
-/// `cap`: records the return addresses of the frames on the G's stack.
-/// Must not unwind (a panic is caught) and must not call into the scheduler: the G runs
-/// on the dump's thread, as a nested coroutine.
+/// `cap`: records the return addresses of the frames on the G's stack. The unwinder
+/// runs on the dump's walk stack, under the fault trap (`walk_on`). Must not unwind
+/// and must not call into the scheduler: the G runs on the dump's thread, as a nested
+/// coroutine.
 #[inline(never)]
 pub(crate) fn capture(cap: *mut Capture, guard: &GuardInfo) {
     // SAFETY: the dump passes a Capture that it does not touch until this G suspends
-    // again (`inspect_one`).
-    let cap = unsafe { &mut *cap };
+    // again (`inspect_one`), and a walk stack (a separate allocation) that only this
+    // walk uses meanwhile.
+    let (stack, cap) = unsafe { (&mut *(*cap).stack, &mut *cap) };
     let (lo, hi) = (guard.guard_hi, guard.guard_hi + guard.usable);
-    let walked = catch_unwind(AssertUnwindSafe(|| walk_stack(lo, hi, &mut cap.ips)));
-    if walked.is_err() {
-        cap.ips.clear();
-        cap.skipped = Some("the unwinder panicked");
+    cap.cut = walk_on(stack, lo, hi, &mut cap.ips);
+}
+
+/// Walks this thread's frames whose stack pointer lies in `[lo, hi)` into `ips` (cleared
+/// first; at most `MAX_FRAMES`, its capacity), with the unwinder's own frames on
+/// `stack`, under the fault trap. Returns why the walk stopped short, if it did (the
+/// frames before that point are kept).
+fn walk_on(
+    stack: &mut DefaultStack,
+    lo: usize,
+    hi: usize,
+    ips: &mut Vec<usize>,
+) -> Option<Unwalked> {
+    ips.clear();
+    ips.reserve_exact(MAX_FRAMES);
+    let mut panicked = false;
+    // What the trap may abandon: `on_stack`'s switch (nothing to undo but the stack
+    // pointer, which the landing restores), the unwinder's frames (no lock held where
+    // it reads a stack) and `walk_stack`'s (pushes into a buffer that never grows).
+    let trapped = trap::catch_faults(|| {
+        corosensei::on_stack(&mut *stack, || {
+            panicked = catch_unwind(AssertUnwindSafe(|| walk_stack(lo, hi, ips))).is_err();
+        })
+    });
+    match (trapped, panicked) {
+        (Err(trap::Faulted), _) => Some(Unwalked::Faulted),
+        (Ok(()), true) => {
+            ips.clear();
+            Some(Unwalked::Panicked)
+        }
+        (Ok(()), false) => None,
     }
 }
 
 /// The return addresses of the calling thread's frames whose stack pointer lies in
-/// `[lo, hi)`, innermost first (those of the current coroutine's stack, or of any).
+/// `[lo, hi)`, innermost first (those of the current coroutine's stack, or of any);
+/// frames outside it before the first inside (the walk's own, on its own stack) are
+/// passed over, and the first outside it after them ends the walk.
 ///
 /// Without the `backtrace` crate's process-wide lock (`trace_unsynchronized`): a walk
 /// runs inside an inspection, where the coroutine walked is claimed and an M that
 /// wants it waits, holding its P; a coroutine parked while it held that lock (a goro
 /// call inside an unwinder's callback) would make the walk wait for ever, and with it
-/// the M, its P and every later dump. The dump's symbolisation, after the walks, still
-/// takes the lock, but it holds no claim then.
+/// the M, its P and every later dump. The names are looked up after the walks, off
+/// every claim, and with a deadline (`Symbols::name`).
 fn walk_stack(lo: usize, hi: usize, ips: &mut Vec<usize>) {
     // SAFETY: the lock serialises what is not thread-safe on some platforms (dbghelp
     // on Windows); on Linux the walk is libgcc's `_Unwind_Backtrace`, which is safe
@@ -108,7 +184,8 @@ fn walk_stack(lo: usize, hi: usize, ips: &mut Vec<usize>) {
         backtrace::trace_unsynchronized(|frame| {
             let sp = frame.sp() as usize;
             if sp != 0 && (sp < lo || sp >= hi) {
-                // Out of the coroutine's stack: the frames beyond are its resumer's.
+                // Out of the coroutine's stack: the walk's own frames before it, its
+                // resumer's beyond it.
                 return ips.is_empty();
             }
             ips.push(frame.ip() as usize);
@@ -117,66 +194,127 @@ fn walk_stack(lo: usize, hi: usize, ips: &mut Vec<usize>) {
     };
 }
 
-/// The current stack, for the dumping coroutine itself and for a panicking one.
-pub(crate) fn walk_current(g: &G) -> Walk {
-    let mut ips = Vec::with_capacity(MAX_FRAMES);
-    walk_stack(
-        g.guard.guard_hi,
-        g.guard.guard_hi + g.guard.usable,
-        &mut ips,
-    );
-    Walk::Frames(ips)
+/// The stack a dump, or a panic report's backtrace, runs on when it is asked for on a
+/// coroutine: looking names up and formatting them take more than a small coroutine
+/// stack has (`MIN_STACK_SIZE` is 16 KiB). Touched only as far as it is used.
+const BODY_STACK: usize = 1024 * 1024;
+
+/// Runs `f` on a stack of its own (`BODY_STACK`) when called on a coroutine, or in
+/// place on a thread's (or where no such stack can be mapped).
+pub(crate) fn off_coroutine_stack<R>(f: impl FnOnce() -> R) -> R {
+    if super::m::current_g_ptr().is_null() {
+        return f();
+    }
+    match DefaultStack::new(BODY_STACK) {
+        // A panic in `f` comes back out of `on_stack`, as from a plain call.
+        Ok(mut stack) => corosensei::on_stack(&mut stack, f),
+        Err(_) => f(),
+    }
 }
 
-/// Walks every G of `gs` that is suspended (under the scan handshake, a batch of
-/// claims per barrier); `me` is the calling coroutine (walked in place), if any.
-pub(crate) fn walk_all(gs: &[GRef], me: *const G) -> Vec<Walk> {
-    let mut out = Vec::with_capacity(gs.len());
-    let mut claimed = Vec::with_capacity(BATCH);
-    for batch in gs.chunks(BATCH) {
-        claimed.clear();
-        claimed.extend(
-            batch
-                .iter()
-                .map(|g| !std::ptr::eq(&**g, me) && g.scan.claim()),
-        );
-        // The dump's side of the scan handshake: one barrier for the batch.
-        crate::membarrier::sysmon_side();
-        for (g, &held) in batch.iter().zip(&claimed) {
-            let walk = if std::ptr::eq(&**g, me) {
-                walk_current(g)
-            } else if !held {
-                Walk::Skipped("another dump is walking it")
-            } else if g.status_off_cpu() {
-                inspect_one(g)
-            } else {
-                Walk::OnCpu
-            };
-            if held {
-                g.scan.release();
-            }
-            out.push(walk);
+/// The walks of one dump (or one panic report): the stack the unwinder runs on, the
+/// buffer one walk fills, and each distinct stack recorded, once.
+pub(crate) struct Walker {
+    stack: Option<DefaultStack>,
+    cap: Vec<usize>,
+    ids: HashMap<Box<[usize]>, StackId>,
+    stacks: Vec<Box<[usize]>>,
+}
+
+impl Walker {
+    pub(crate) fn new() -> Walker {
+        Walker {
+            stack: DefaultStack::new(WALK_STACK).ok(),
+            cap: Vec::with_capacity(MAX_FRAMES),
+            ids: HashMap::new(),
+            stacks: Vec::new(),
         }
     }
-    out
-}
 
-/// Walks one claimed, suspended G on this thread.
-fn inspect_one(g: &G) -> Walk {
-    let mut cap = Capture {
-        ips: Vec::with_capacity(MAX_FRAMES),
-        skipped: None,
-    };
-    // The G runs on this thread for the walk: a fault on its guard page is its overflow.
-    let before = overflow::running();
-    overflow::set_running(&g.guard);
-    // SAFETY: `walk_all` holds the G's claim and observed it off its CPU.
-    let walked = unsafe { g.inspect(&mut cap) };
-    overflow::set_running(before);
-    match (walked, cap.skipped) {
-        (false, _) => Walk::NotStarted,
-        (true, Some(why)) => Walk::Skipped(why),
-        (true, None) => Walk::Frames(cap.ips),
+    /// The distinct stacks recorded, by `StackId`.
+    pub(crate) fn stacks(&self) -> &[Box<[usize]>] {
+        &self.stacks
+    }
+
+    /// The id of the stack in the capture buffer (interned: a hundred thousand
+    /// coroutines parked in a few places keep a few stacks).
+    fn intern(&mut self) -> StackId {
+        if let Some(&id) = self.ids.get(self.cap.as_slice()) {
+            return id;
+        }
+        let id = self.stacks.len() as StackId;
+        let ips: Box<[usize]> = self.cap.as_slice().into();
+        self.ids.insert(ips.clone(), id);
+        self.stacks.push(ips);
+        id
+    }
+
+    /// The current coroutine's stack (the dumping coroutine itself, a panicking one).
+    pub(crate) fn walk_current(&mut self, g: &G) -> Walk {
+        let Some(stack) = self.stack.as_mut() else {
+            return Walk::Skipped(Unwalked::NoWalkStack);
+        };
+        let (lo, hi) = (g.guard.guard_hi, g.guard.guard_hi + g.guard.usable);
+        let cut = walk_on(stack, lo, hi, &mut self.cap);
+        Walk::Frames(self.intern(), cut)
+    }
+
+    /// Walks every G of `gs` that is suspended (under the scan handshake, a batch of
+    /// claims per barrier); `me` is the calling coroutine (walked in place), if any.
+    pub(crate) fn walk_all(&mut self, gs: &[GRef], me: *const G) -> Vec<Walk> {
+        let mut out = Vec::with_capacity(gs.len());
+        let mut claimed = Vec::with_capacity(BATCH);
+        for batch in gs.chunks(BATCH) {
+            claimed.clear();
+            claimed.extend(
+                batch
+                    .iter()
+                    .map(|g| !std::ptr::eq(&**g, me) && g.scan.claim()),
+            );
+            // The dump's side of the scan handshake: one barrier for the batch.
+            crate::membarrier::sysmon_side();
+            for (g, &held) in batch.iter().zip(&claimed) {
+                let walk = if std::ptr::eq(&**g, me) {
+                    self.walk_current(g)
+                } else if !held {
+                    Walk::Skipped(Unwalked::Busy)
+                } else if g.status_off_cpu() {
+                    self.inspect_one(g)
+                } else {
+                    Walk::OnCpu
+                };
+                if held {
+                    g.scan.release();
+                }
+                out.push(walk);
+            }
+        }
+        out
+    }
+
+    /// Walks one claimed, suspended G on this thread.
+    fn inspect_one(&mut self, g: &G) -> Walk {
+        let Some(stack) = self.stack.as_mut() else {
+            return Walk::Skipped(Unwalked::NoWalkStack);
+        };
+        let mut cap = Capture {
+            ips: std::mem::take(&mut self.cap),
+            cut: None,
+            stack: stack as *mut DefaultStack,
+        };
+        // The G runs on this thread for the walk: a fault on its guard page is its
+        // overflow (the walk's own faults are trapped).
+        let before = overflow::running();
+        overflow::set_running(&g.guard);
+        // SAFETY: `walk_all` holds the G's claim and observed it off its CPU.
+        let walked = unsafe { g.inspect(&mut cap) };
+        overflow::set_running(before);
+        self.cap = cap.ips;
+        match (walked, cap.cut) {
+            (false, _) => Walk::NotStarted,
+            (true, Some(Unwalked::NoRoom)) => Walk::Skipped(Unwalked::NoRoom),
+            (true, cut) => Walk::Frames(self.intern(), cut),
+        }
     }
 }
 
@@ -211,38 +349,106 @@ impl fmt::Display for Frame {
     }
 }
 
-/// Names return addresses, each distinct one once, and each distinct stack once: every
-/// coroutine parked in the same place gets the same `Arc` of frames, so that grouping
-/// compares pointers.
+/// Names return addresses, each distinct one once, and each distinct list of frames
+/// once: every coroutine parked in the same place gets the same `Arc` of frames, so
+/// that grouping compares pointers.
 #[derive(Default)]
 pub(crate) struct Symbols {
     by_ip: HashMap<usize, Vec<Frame>>,
-    by_stack: HashMap<Vec<usize>, Arc<[Frame]>>,
     shown: HashSet<Arc<[Frame]>>,
+    /// The lookup made no progress for `NAMING_STALL` (`name`): addresses it had not
+    /// named by then stay addresses.
+    gave_up: bool,
 }
 
+/// How long `Symbols::name` waits for its helper to name one more address. The first
+/// address loads the binary's debug info (a second or two for a large debug build).
+pub(crate) const NAMING_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl Symbols {
-    /// The frames of `ips` (several per address where calls were inlined), innermost
-    /// first; with `all` false, as [`user_frames`] leaves them.
-    pub(crate) fn frames(&mut self, ips: &[usize], all: bool) -> Arc<[Frame]> {
-        if let Some(f) = self.by_stack.get(ips) {
-            return f.clone();
+    /// Names every address of `stacks` on a helper thread, waiting as long as it makes
+    /// progress. A lookup takes the `backtrace` crate's process-wide lock, which a
+    /// parked coroutine may hold for ever (a goro call inside one of the crate's
+    /// callbacks); a dump must still print, and SIGQUIT still quit: past the stall,
+    /// the addresses not named yet are shown as addresses, and `gave_up` says so. The
+    /// helper's own stack also spares a small coroutine's. Without a thread (none can
+    /// be started), the names are looked up here.
+    pub(crate) fn name(stacks: &[Box<[usize]>]) -> Symbols {
+        let mut ips: Vec<usize> = stacks.iter().flat_map(|s| s.iter().copied()).collect();
+        ips.sort_unstable();
+        ips.dedup();
+        let mut me = Symbols::default();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let todo = ips.clone();
+        let helper = std::thread::Builder::new()
+            .name("goro-symbols".into())
+            .spawn(move || {
+                for ip in todo {
+                    if tx.send((ip, resolve(ip))).is_err() {
+                        return;
+                    }
+                }
+            });
+        if helper.is_err() {
+            for ip in ips {
+                me.by_ip.insert(ip, resolve(ip));
+            }
+            return me;
         }
+        loop {
+            match rx.recv_timeout(NAMING_STALL) {
+                Ok((ip, frames)) => {
+                    me.by_ip.insert(ip, frames);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return me,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    me.gave_up = true;
+                    return me;
+                }
+            }
+        }
+    }
+
+    /// Whether `name` gave up waiting for names (see there).
+    pub(crate) fn gave_up(&self) -> bool {
+        self.gave_up
+    }
+
+    /// The frames of `ips` (several per address where calls were inlined), innermost
+    /// first; with `all` false, as [`user_frames`] leaves them. An address not named
+    /// yet is looked up here, unless `name` gave up (then it stays an address).
+    pub(crate) fn frames(&mut self, ips: &[usize], all: bool) -> Arc<[Frame]> {
         let mut frames = Vec::new();
         for &ip in ips {
-            let named = self.by_ip.entry(ip).or_insert_with(|| resolve(ip));
-            frames.extend(named.iter().cloned());
+            match self.by_ip.get(&ip) {
+                Some(named) => frames.extend(named.iter().cloned()),
+                None if self.gave_up => frames.push(Frame::address(ip)),
+                None => {
+                    let named = self.by_ip.entry(ip).or_insert_with(|| resolve(ip));
+                    frames.extend(named.iter().cloned());
+                }
+            }
         }
         let frames: Arc<[Frame]> = if all { frames } else { user_frames(frames) }.into();
-        let frames = match self.shown.get(&frames) {
+        match self.shown.get(&frames) {
             Some(same) => same.clone(),
             None => {
                 self.shown.insert(frames.clone());
                 frames
             }
-        };
-        self.by_stack.insert(ips.to_vec(), frames.clone());
-        frames
+        }
+    }
+}
+
+impl Frame {
+    /// A frame known by its address only.
+    fn address(ip: usize) -> Frame {
+        Frame {
+            function: format!("{ip:#x}"),
+            file: None,
+            line: None,
+            column: None,
+        }
     }
 }
 
@@ -262,12 +468,7 @@ fn resolve(ip: usize) -> Vec<Frame> {
         });
     });
     if frames.is_empty() {
-        frames.push(Frame {
-            function: format!("{ip:#x}"),
-            file: None,
-            line: None,
-            column: None,
-        });
+        frames.push(Frame::address(ip));
     }
     frames
 }
@@ -394,7 +595,7 @@ mod tests {
 
     #[test]
     fn this_stack_names_this_function() {
-        let mut ips = Vec::new();
+        let mut ips = Vec::with_capacity(MAX_FRAMES);
         walk_stack(0, usize::MAX, &mut ips);
         let frames = Symbols::default().frames(&ips, true);
         let frames: &[Frame] = &frames;
