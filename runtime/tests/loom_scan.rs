@@ -5,8 +5,11 @@
 //! before a resume, the dump's Acquire load); the dump's word is the runtime's own
 //! `ScanWord`. The stack is a loom cell: the M writes it while the coroutine runs, the
 //! dump while it walks (the inspection runs on the coroutine's stack), and loom reports
-//! any two accesses the handshake leaves unordered. The barrier is modelled as a SeqCst
-//! fence on both sides, as the runtime does under loom.
+//! any two accesses the handshake leaves unordered. A park's commit action, which the M
+//! runs on the coroutine's frame after the suspension (`commit_park`), is a write to
+//! that cell too, before the status moves off `Running` (the order `commit_park` keeps:
+//! with the move first, loom reports the action's write beside the dump's walk). The
+//! barrier is modelled as a SeqCst fence on both sides, as the runtime does under loom.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release -p goro-runtime --test loom_scan`
 #![cfg(loom)]
@@ -39,6 +42,18 @@ impl G {
     fn run_once(&self) {
         self.running.store(true, Ordering::Relaxed);
         self.scan.begin_run(false);
+        self.touch();
+        self.running.store(false, Ordering::Release);
+    }
+
+    /// One run that ends in a park, as `commit_park` orders it: the coroutine runs and
+    /// suspends, the M runs the commit action (whose closure and captures live in the
+    /// coroutine's frame), then moves it off `Running` (Release).
+    fn run_and_park(&self) {
+        self.running.store(true, Ordering::Relaxed);
+        self.scan.begin_run(false);
+        self.touch();
+        // The commit action, on the M, in the coroutine's frame.
         self.touch();
         self.running.store(false, Ordering::Release);
     }
@@ -96,6 +111,22 @@ fn a_dump_between_two_runs_never_shares_the_stack() {
     loom::model(|| {
         let g = suspended_g();
         let m = spawn_m(&g, 2);
+        dump(&g);
+        m.join().unwrap();
+    });
+}
+
+/// A dump beside a park whose commit action writes the parked coroutine's frame: the
+/// action comes before the move off `Running`, so the dump walks after it or not at
+/// all.
+#[test]
+fn a_dump_never_walks_beside_a_park_commit() {
+    loom::model(|| {
+        let g = suspended_g();
+        let m = {
+            let g = g.clone();
+            thread::spawn(move || g.run_and_park())
+        };
         dump(&g);
         m.join().unwrap();
     });

@@ -4,9 +4,10 @@
 //!
 //! 1. `park_current_g` (on the G): record why it waits, suspend to the M with the
 //!    commit action.
-//! 2. `commit_park` (on the M, off the G's stack): go `Running -> Waiting` (only off
-//!    its stack, so that a dump that sees `Waiting` may walk it: the scan handshake),
-//!    run the commit action (an unlock), then the park CAS `WAITING -> PARKED`. If it
+//! 2. `commit_park` (on the M, off the G's stack): run the commit action (an unlock;
+//!    its closure lives in the G's frame), go `Running -> Waiting` (only once nothing
+//!    of the M's touches the G's stack any more, so that a dump that sees `Waiting` may
+//!    walk it: the scan handshake), then the park CAS `WAITING -> PARKED`. If it
 //!    succeeds, the M's reference keeps the parked G alive (`parked_self_ref`, see
 //!    `G`'s doc) and the unparker that moves it away from PARKED readies it; if it
 //!    fails, the wait was already woken and the M runs the G again at once (`Waiting
@@ -66,11 +67,16 @@ pub(crate) fn park_current_g<F: FnOnce()>(reason: WaitReason, commit: F) -> Resu
 /// M's own stack, and `commit` is that request's pointer.
 #[inline]
 pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static)) -> bool {
-    g.transition(GStatus::Running, GStatus::Waiting);
     // SAFETY: `commit` points into park_current_g's frame on the suspended G's stack,
     // which stays valid until the G is resumed; that cannot happen before the try_park
     // below publishes it as parked.
     unsafe { (*commit)() };
+    // Only now off `Running`: the commit action ran on the G's frame (its closure and
+    // captures live there), and a dump that sees `Waiting` may walk that frame. The
+    // move's Release publishes the action's writes to the dump with the rest of the
+    // stack (the scan handshake, `scan.rs`). A readier cannot come between: it takes
+    // the G only once the park CAS below has succeeded.
+    g.transition(GStatus::Running, GStatus::Waiting);
     // SAFETY: still the owner until try_park succeeds.
     unsafe { g.set_parked_self_ref(true) };
     if g.wait.try_park() {

@@ -8,8 +8,9 @@
 //!
 //! - its status (`G::transition`), which says it is on a CPU (`Running`, `Syscall`) or
 //!   off (`Waiting`, `Runnable`). The M moves it off `Running` only after the coroutine
-//!   suspended (`execute`, `commit_park`), with a Release store, and onto `Running`
-//!   before it resumes it;
+//!   suspended and after whatever the M does on its frame (a park's commit action:
+//!   `execute`, `commit_park`), with a Release store, and onto `Running` before it
+//!   resumes it;
 //! - `scan` (here), written by a dump: true while it holds the G (a CAS from false, so
 //!   two dumps never hold one G), false (Release) when it is done.
 //!
@@ -23,7 +24,10 @@
 //! the M's last writes before the suspension to the dump (the status store to its
 //! load), the dump's inspection to the M that resumes the G next (`release` to
 //! `begin_run`). `tests/loom_scan.rs` checks it with the stack as a loom cell, and fails
-//! without the M-side fence.
+//! without the M-side fence (or with the commit action after the move off `Running`).
+//! What is not the dump's meanwhile: data a park shares from its frame with other
+//! threads (a channel's `Sudog`, which a sender fills), bytes the walk never reads
+//! (docs/decisions/0003-coroutine-stacks.md).
 //!
 //! The M side costs a compiler fence (with the expedited membarrier) and a load per
 //! resume; the dump pays the barrier once per batch of coroutines.
