@@ -64,6 +64,12 @@ fn rss() -> usize {
     pages * 4096
 }
 
+/// The test again at `GORO_MAXPROCS` 1 and 2 (child processes).
+#[test]
+fn under_maxprocs_1_and_2() {
+    common::rerun_under_maxprocs("under_maxprocs_1_and_2", &[]);
+}
+
 #[inline(never)]
 fn wait_here(rx: goro::chan::Receiver<()>) {
     let _ = rx.recv();

@@ -3,13 +3,16 @@
 //!
 //! A dump walks a suspended coroutine's stack by resuming it in an inspection mode: it
 //! claims the G (the scan handshake, `scan.rs`), resumes it with a capture to fill, and
-//! the G, back in `G::suspend`, walks its own stack from there with the system
-//! unwinder (`backtrace::trace`: libgcc's `_Unwind_Backtrace`, driven by the binary's
-//! unwind tables, present in release builds too), stops where the frames leave its
-//! stack (the next frame is the dump's, through corosensei's trampoline), and suspends
-//! again. It records return addresses only; the dump names each distinct address once
-//! (`Symbols`, through the binary's debug info, or its symbol table where there is
-//! none), so 100 000 coroutines parked in a few places cost a few hundred lookups.
+//! the G, back in `G::suspend`, switches to the dump's walk stack and runs the system
+//! unwinder from there (libgcc's `_Unwind_Backtrace`, driven by the binary's unwind
+//! tables, present in release builds too), under the fault trap (`stack/trap.rs`). The
+//! walk passes over its own frames, records those on the coroutine's stack, stops where
+//! they leave it (the next frame is the dump's, through corosensei's trampoline), and
+//! the G suspends again. It records return addresses only, into one buffer per dump;
+//! each distinct stack is kept once (`Walker`), and the dump names each distinct
+//! address once (`Symbols`, through the binary's debug info, or its symbol table where
+//! there is none), so 100 000 coroutines parked in a few places cost a few hundred
+//! lookups.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
