@@ -98,10 +98,12 @@ fn a_dump_of_many_parked_coroutines_allocates_little_per_coroutine() {
         // A first dump loads the debug info the symbols come from (kept by the
         // process for good): not the dump's per-coroutine cost.
         let rss0 = rss();
+        let t = Instant::now();
         let first = goro::debug::dump();
         println!(
-            "first dump: resident memory +{:.0} B per coroutine after it",
-            rss().saturating_sub(rss0) as f64 / n as f64
+            "first dump: resident memory +{:.0} B per coroutine after it, {:?}",
+            rss().saturating_sub(rss0) as f64 / n as f64,
+            t.elapsed()
         );
         assert!(
             first.contains(&format!("{n} coroutines [chan receive")),

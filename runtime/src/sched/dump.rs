@@ -175,8 +175,8 @@ fn dump_here(layout: Layout) -> String {
     if named.gave_up {
         let _ = writeln!(
             out,
-            "(some frames are addresses: looking up their names made no progress for \
-             {}s; the unwinder's lock may be held by a parked coroutine)",
+            "(some frames are addresses: looking up their names waited {}s on a lock, \
+             the unwinder's, which a parked coroutine may hold)",
             traceback::NAMING_STALL.as_secs()
         );
     }

@@ -19,10 +19,12 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use corosensei::stack::DefaultStack;
 
 use super::g::{GRef, G};
+use super::procfs::InKernel;
 use crate::stack::overflow::{self, GuardInfo};
 use crate::stack::trap;
 
@@ -359,21 +361,35 @@ impl fmt::Display for Frame {
 pub(crate) struct Symbols {
     by_ip: HashMap<usize, Vec<Frame>>,
     shown: HashSet<Arc<[Frame]>>,
-    /// The lookup made no progress for `NAMING_STALL` (`name`): addresses it had not
+    /// The lookup waited on a lock for `NAMING_STALL` (`name`): addresses it had not
     /// named by then stay addresses.
     gave_up: bool,
 }
 
-/// How long `Symbols::name` waits for its helper to name one more address. The first
-/// address loads the binary's debug info (a second or two for a large debug build).
-pub(crate) const NAMING_STALL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long `Symbols::name` lets its helper wait on a lock before it gives up.
+pub(crate) const NAMING_STALL: Duration = Duration::from_secs(5);
+/// How long it lets its helper work without naming one more address (the first loads
+/// the binary's debug info: well under a second here, even for a large debug build).
+const NAMING_SLOW: Duration = Duration::from_secs(60);
+/// How often it looks at what its helper does, while it names nothing.
+const NAMING_LOOK: Duration = Duration::from_millis(250);
+
+/// What the naming helper tells the dump.
+enum Naming {
+    /// Its thread id, first (for `procfs::wait_of_tid`).
+    Tid(i32),
+    /// The frames of an address.
+    Named(usize, Vec<Frame>),
+}
 
 impl Symbols {
-    /// Names every address of `stacks` on a helper thread, waiting as long as it makes
-    /// progress. A lookup takes the `backtrace` crate's process-wide lock, which a
-    /// parked coroutine may hold for ever (a goro call inside one of the crate's
-    /// callbacks); a dump must still print, and SIGQUIT still quit: past the stall,
-    /// the addresses not named yet are shown as addresses, and `gave_up` says so. The
+    /// Names every address of `stacks` on a helper thread. A lookup takes the
+    /// `backtrace` crate's process-wide lock, which a parked coroutine may hold for
+    /// ever (a goro call inside one of the crate's callbacks), and a dump must still
+    /// print, SIGQUIT still quit: while the helper names nothing, the dump looks at it
+    /// every `NAMING_LOOK`, and gives up once it has slept in a futex wait (a lock) for
+    /// `NAMING_STALL` on end, or worked for `NAMING_SLOW` without naming an address.
+    /// Then the addresses not named are shown as addresses, and `gave_up` says so. The
     /// helper's own stack also spares a small coroutine's. Without a thread (none can
     /// be started), the names are looked up here.
     pub(crate) fn name(stacks: &[Box<[usize]>]) -> Symbols {
@@ -386,8 +402,10 @@ impl Symbols {
         let helper = std::thread::Builder::new()
             .name("goro-symbols".into())
             .spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                let _ = tx.send(Naming::Tid(unsafe { libc::gettid() }));
                 for ip in todo {
-                    if tx.send((ip, resolve(ip))).is_err() {
+                    if tx.send(Naming::Named(ip, resolve(ip))).is_err() {
                         return;
                     }
                 }
@@ -398,15 +416,27 @@ impl Symbols {
             }
             return me;
         }
+        let (mut tid, mut locked, mut quiet) = (None, Duration::ZERO, Duration::ZERO);
         loop {
-            match rx.recv_timeout(NAMING_STALL) {
-                Ok((ip, frames)) => {
+            match rx.recv_timeout(NAMING_LOOK) {
+                Ok(Naming::Tid(t)) => tid = Some(t),
+                Ok(Naming::Named(ip, frames)) => {
                     me.by_ip.insert(ip, frames);
+                    (locked, quiet) = (Duration::ZERO, Duration::ZERO);
                 }
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return me,
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    me.gave_up = true;
-                    return me;
+                    quiet += NAMING_LOOK;
+                    // Unknown (no /proc): counted as waiting on a lock.
+                    let waiting = tid.map_or(Ok(InKernel::Futex(0)), super::procfs::wait_of_tid);
+                    match waiting {
+                        Ok(InKernel::Futex(_)) | Err(_) => locked += NAMING_LOOK,
+                        Ok(_) => locked = Duration::ZERO,
+                    }
+                    if locked >= NAMING_STALL || quiet >= NAMING_SLOW {
+                        me.gave_up = true;
+                        return me;
+                    }
                 }
             }
         }

@@ -31,6 +31,7 @@ use std::ptr;
 
 /// The code under the trap faulted, and was abandoned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Faulted;
 
 /// What `catch_faults` saved to land on: rbx, rbp, r12-r15, the stack pointer after
