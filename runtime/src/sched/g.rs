@@ -100,7 +100,7 @@ pub(crate) enum Request {
 ///
 /// # Ownership
 ///
-/// `co`, `yielder` and `parked_self_ref` are touched only by the G's owner: the M that
+/// `co`, `yielder` and `on_adopt` are touched only by the G's owner: the M that
 /// runs it (and the G itself, on its own stack, while it runs). A G is owned by one
 /// place at a time, and ownership moves through run queues and the park/ready
 /// handshake, whose Release/Acquire pairs order one owner's accesses before the next.
@@ -108,7 +108,7 @@ pub(crate) enum Request {
 /// # A parked G keeps itself alive
 ///
 /// When a G parks, its M keeps the strong reference it ran the G with instead of
-/// dropping it (`parked_self_ref`), and the next M to run the G drops it. So a G can
+/// dropping it (`on_adopt`), and the next M to run the G drops it. So a G can
 /// never be freed while its coroutine is suspended: a coroutine that nobody will ever
 /// wake is leaked with its stack, as Go leaks a goroutine blocked forever, instead of
 /// having its destructors run on whichever thread happened to drop the last waker (see
@@ -136,7 +136,11 @@ pub(crate) struct G {
     pub(crate) scan: ScanWord,
     co: UnsafeCell<Option<GCoroutine>>,
     yielder: UnsafeCell<*const Yielder<Resume, Request>>,
-    parked_self_ref: UnsafeCell<bool>,
+    /// What the next M to take the G from a run queue does first (`adopt`): drop the
+    /// reference a parked G kept to itself (`ADOPT_SELF_REF`), or make the coroutine of
+    /// a plain thread's spawn (`ADOPT_MAKE`). One byte for both, so that the common
+    /// cases cost `adopt` what the flag alone did.
+    on_adopt: UnsafeCell<u8>,
     /// How many thread locks the G holds (Go: lockedExt): 1 for a `Builder::pinned`
     /// coroutine from the start, plus one per [`lock_os_thread`](super::lockos) scope
     /// open on it. Non-zero: the G runs only on `locked_m`, and that M runs nothing
@@ -206,11 +210,80 @@ impl G {
             scan: ScanWord::new(),
             co: UnsafeCell::new(Some(co)),
             yielder: UnsafeCell::new(std::ptr::null()),
-            parked_self_ref: UnsafeCell::new(false),
+            on_adopt: UnsafeCell::new(0),
             lock_depth: UnsafeCell::new(u32::from(pinned)),
             locked_m: UnsafeCell::new(std::ptr::null()),
             locals: RefCell::new(LocalTable::new()),
         };
+        match shell {
+            Some(mut shell) => {
+                // A shell is a unique reference (`GShells::put` checked), so nothing
+                // can see the old G being overwritten.
+                match Arc::get_mut(&mut shell) {
+                    Some(old) => *old = g,
+                    None => super::fatal!("G::new: a G shell is shared"),
+                }
+                shell
+            }
+            None => Arc::new(g),
+        }
+    }
+
+    /// As [`G::new`], for a plain thread's spawn: the coroutine is made by the M that
+    /// first takes the G to run it (`adopt`), not here. Making it writes its first frame
+    /// at the stack's top, the first touch of a fresh stack's top page: a page fault
+    /// and a page zeroed, 2-3 µs here, that a spawning thread (`main`) would pay for
+    /// every coroutine while the Ms wait for them (issue 38); the M pays it instead, with
+    /// the page then hot in its own cache. A coroutine's spawn makes its coroutine at
+    /// once: its M runs the new one itself, soon, and the box would cost the hot path.
+    ///
+    /// Until then `co` is None and the yielder slot (unused until the coroutine's entry
+    /// writes it) holds the [`Unmade`] body, so that the G is no larger.
+    pub(crate) fn new_unmade<F: FnOnce() + Send + 'static>(
+        shell: Option<GRef>,
+        id: u64,
+        name: Option<Arc<str>>,
+        spawned_at: Option<&'static Location<'static>>,
+        pinned: bool,
+        stack: Stack,
+        main: F,
+    ) -> GRef {
+        let (guard_lo, guard_hi) = stack.guard_range();
+        let usable = stack.usable();
+        let body = Box::into_raw(Box::new(Unmade {
+            make: Unmade::<F>::make,
+            stack,
+            main,
+        }));
+        let g = G {
+            id,
+            guard: GuardInfo {
+                guard_lo,
+                guard_hi,
+                usable,
+                id,
+                name,
+            },
+            wait: WaitCell::new(),
+            wait_reason: AtomicU8::new(WaitReason::None as u8),
+            status: AtomicU8::new(GStatus::Runnable as u8),
+            wait_since: AtomicI64::new(0),
+            reg_idx: AtomicU32::new(u32::MAX),
+            spawned_at,
+            scan: ScanWord::new(),
+            co: UnsafeCell::new(None),
+            yielder: UnsafeCell::new(body.cast::<Yielder<Resume, Request>>().cast_const()),
+            on_adopt: UnsafeCell::new(ADOPT_MAKE),
+            lock_depth: UnsafeCell::new(u32::from(pinned)),
+            locked_m: UnsafeCell::new(std::ptr::null()),
+            locals: RefCell::new(LocalTable::new()),
+        };
+        Self::in_shell(shell, g)
+    }
+
+    /// `g` in `shell` (a dead G of this P's, see [`GShells`]), or in a new allocation.
+    #[inline(always)]
+    fn in_shell(shell: Option<GRef>, g: G) -> GRef {
         match shell {
             Some(mut shell) => {
                 // A shell is a unique reference (`GShells::put` checked), so nothing
@@ -417,28 +490,102 @@ impl G {
     ///
     /// # Safety
     ///
-    /// Owner only.
+    /// Owner only, on a G that has run (so `ADOPT_MAKE` is clear: a plain store).
     pub(crate) unsafe fn set_parked_self_ref(&self, v: bool) {
         // SAFETY: owner-only field (caller's contract).
-        unsafe { *self.parked_self_ref.get() = v };
+        unsafe { *self.on_adopt.get() = if v { ADOPT_SELF_REF } else { 0 } };
     }
 
     /// Called by the G's new owner when it takes the G to run it: drops the reference
-    /// the G kept to itself while parked, if any.
+    /// the G kept to itself while parked, if any; and makes the coroutine of a plain
+    /// thread's spawn that has not run yet (`new_unmade`), here, before the M leaves
+    /// goro for the coroutine, so that the page fault of its first frame is the
+    /// scheduler's time, not time in which sysmon would see the coroutine stand still
+    /// outside goro (and retake its P for it).
     ///
     /// # Safety
     ///
     /// Owner only, and `this` must be a strong reference of the caller's (so that the
     /// count cannot reach zero here).
-    pub(crate) unsafe fn drop_parked_self_ref(this: &GRef) {
+    #[inline]
+    pub(crate) unsafe fn adopt(this: &GRef) {
         // SAFETY: owner-only field (caller's contract).
-        let held = unsafe { &mut *this.parked_self_ref.get() };
-        if std::mem::take(held) {
+        let work = std::mem::take(unsafe { &mut *this.on_adopt.get() });
+        if work == ADOPT_SELF_REF {
             // SAFETY: the parked G's M forgot one strong reference (see the struct
             // doc); the caller holds another, so this does not free the G.
             unsafe { Arc::decrement_strong_count(Arc::as_ptr(this)) };
+        } else if work == ADOPT_MAKE {
+            // SAFETY: owner (caller's contract); `ADOPT_MAKE` says the G is unmade.
+            unsafe { this.make() };
         }
     }
+
+    /// Makes the coroutine of a G from `new_unmade`.
+    ///
+    /// # Safety
+    ///
+    /// Owner only, once, on a G from `new_unmade` (its yielder slot holds the body).
+    #[cold]
+    #[inline(never)]
+    unsafe fn make(&self) {
+        // SAFETY: owner-only fields (caller's contract); the slot holds the pointer
+        // `new_unmade` made from a `Box<Unmade<F>>`, whose first field (`repr(C)`) is
+        // the function that takes it back with the right `F`.
+        unsafe {
+            let slot = &mut *self.yielder.get();
+            let body = std::mem::replace(slot, std::ptr::null())
+                .cast_mut()
+                .cast::<u8>();
+            let make = *body.cast::<unsafe fn(*mut u8) -> GCoroutine>();
+            *self.co.get() = Some(make(body));
+        }
+    }
+}
+
+/// `G::on_adopt`: the G holds a reference to itself, made when it parked.
+const ADOPT_SELF_REF: u8 = 1;
+/// `G::on_adopt`: the G's coroutine is to be made (`G::new_unmade`).
+const ADOPT_MAKE: u8 = 2;
+
+/// A plain thread's spawn until its coroutine is made (`G::new_unmade`): boxed, and
+/// reached through one thin pointer (the G's yielder slot) whose first field says how
+/// to take it back.
+#[repr(C)]
+struct Unmade<F> {
+    /// `Unmade::<F>::make`, first: read through the erased pointer.
+    make: unsafe fn(*mut u8) -> GCoroutine,
+    stack: Stack,
+    main: F,
+}
+
+impl<F: FnOnce() + Send + 'static> Unmade<F> {
+    /// The coroutine that runs the body on its stack; the box is freed here (the body
+    /// moved onto the stack), not kept for the coroutine's life.
+    ///
+    /// # Safety
+    ///
+    /// `body` is a pointer from `Box::<Unmade<F>>::into_raw`, used once.
+    unsafe fn make(body: *mut u8) -> GCoroutine {
+        // SAFETY: the caller's contract.
+        let Unmade { stack, main, .. } = *unsafe { Box::from_raw(body.cast::<Unmade<F>>()) };
+        make_coroutine(stack, main)
+    }
+}
+
+/// The coroutine that runs `main` on `stack`.
+#[inline(always)]
+fn make_coroutine(stack: Stack, main: impl FnOnce() + Send + 'static) -> GCoroutine {
+    // The first resume is always the scheduler's (null): a dump walks only a coroutine
+    // that has started (`inspect`).
+    Coroutine::with_stack(stack, move |y: &Yielder<Resume, Request>, _: Resume| {
+        // The M published this G as its current one before resuming it.
+        let g = super::m::current_g_ptr();
+        // SAFETY: `g` is the running G (alive: its M holds it); the yielder slot is
+        // written only here, by the G itself, before anything can suspend it.
+        unsafe { *(*g).yielder.get() = y as *const _ };
+        main();
+    })
 }
 
 /// The stack pointer, read without giving anything an address (which would make the

@@ -8,14 +8,14 @@
 //!    its closure lives in the G's frame), go `Running -> Waiting` (only once nothing
 //!    of the M's touches the G's stack any more, so that a dump that sees `Waiting` may
 //!    walk it: the scan handshake), then the park CAS `WAITING -> PARKED`. If it
-//!    succeeds, the M's reference keeps the parked G alive (`parked_self_ref`, see
+//!    succeeds, the M's reference keeps the parked G alive (`G::on_adopt`, see
 //!    `G`'s doc) and the unparker that moves it away from PARKED readies it; if it
 //!    fails, the wait was already woken and the M runs the G again at once (`Waiting
 //!    -> Running`).
 //! 3. `adopt` (on whichever M next runs the G): drops the reference the parked G kept
 //!    to itself.
 //!
-//! Nothing else touches `parked_self_ref` or makes the park CAS on a G.
+//! Nothing else touches `G::on_adopt`'s self-reference or makes the park CAS on a G.
 
 use std::sync::atomic::Ordering;
 
@@ -89,7 +89,8 @@ pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static))
 }
 
 /// Step 3 (see the module doc): an M that took `g` from a run queue to run it drops
-/// the reference `g` kept to itself while parked, if it did.
+/// the reference `g` kept to itself while parked, if it did (and makes the coroutine
+/// of a plain thread's spawn that has not run yet: `G::adopt`).
 ///
 /// # Safety
 ///
@@ -97,5 +98,5 @@ pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static))
 #[inline]
 pub(crate) unsafe fn adopt(g: &GRef) {
     // SAFETY: the caller's contract.
-    unsafe { super::g::G::drop_parked_self_ref(g) };
+    unsafe { super::g::G::adopt(g) };
 }

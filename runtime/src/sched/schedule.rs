@@ -722,7 +722,11 @@ pub(crate) fn spawn_g(
         // exits on the Ps fill.
         None => rt.g_free.take(),
     };
-    let g = G::new(shell, id, name, spawned_at, pinned, stack, main);
+    let g = match p {
+        Some(_) => G::new(shell, id, name, spawned_at, pinned, stack, main),
+        // A plain thread's coroutine is made by the M that first runs it.
+        None => G::new_unmade(shell, id, name, spawned_at, pinned, stack, main),
+    };
     rt.allgs.add(&g);
     match p {
         Some(p) => {
