@@ -266,6 +266,49 @@ fn pinger(rx: Receiver<u32>, tx: Sender<u32>, rounds: u32) {
     black_box(());
 }
 
+/// Dumps over and over while a plain thread spawns 20 000 coroutines (whose coroutines
+/// the Ms make at their first run, issue 38) that park and end: a dump never inspects
+/// a coroutine while its M makes it, and every coroutine runs once and ends.
+#[test]
+fn dumps_while_a_plain_thread_spawns() {
+    with_timeout(T, || {
+        let stop = Arc::new(AtomicBool::new(false));
+        let dumper = {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let start = Instant::now();
+                let mut dumps = 0;
+                while !stop.load(Ordering::Relaxed) && start.elapsed() < Duration::from_secs(30) {
+                    let dump = goro::debug::dump();
+                    assert!(dump.starts_with("coroutine dump:"), "{dump}");
+                    dumps += 1;
+                }
+                dumps
+            })
+        };
+        let (tx, rx) = channel::<u32>(0);
+        let hs: Vec<_> = (0..20_000u32)
+            .map(|i| {
+                let rx = rx.clone();
+                goro::go!(move || {
+                    goro::yield_now();
+                    if i % 2 == 0 {
+                        i
+                    } else {
+                        rx.recv().unwrap_or(i)
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        for (i, h) in hs.into_iter().enumerate() {
+            assert_eq!(h.join().unwrap(), i as u32);
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(dumper.join().unwrap() >= 1);
+    });
+}
+
 /// Dumps over and over while 2 000 coroutines ping-pong in pairs (parking and waking
 /// all the time): no crash, no hang, and every frame shown belongs to the test (the
 /// runtime's own are hidden).

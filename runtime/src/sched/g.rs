@@ -238,7 +238,9 @@ impl G {
     /// once: its M runs the new one itself, soon, and the box would cost the hot path.
     ///
     /// Until then `co` is None and the yielder slot (unused until the coroutine's entry
-    /// writes it) holds the [`Unmade`] body, so that the G is no larger.
+    /// writes it) holds the [`Unmade`] body, so that the G is no larger. (A G dropped
+    /// before its first run would leak the body and its stack: none is, a queued G
+    /// runs, or the process ends first.)
     pub(crate) fn new_unmade<F: FnOnce() + Send + 'static>(
         shell: Option<GRef>,
         id: u64,
@@ -497,38 +499,38 @@ impl G {
     }
 
     /// Called by the G's new owner when it takes the G to run it: drops the reference
-    /// the G kept to itself while parked, if any; and makes the coroutine of a plain
-    /// thread's spawn that has not run yet (`new_unmade`), here, before the M leaves
-    /// goro for the coroutine, so that the page fault of its first frame is the
-    /// scheduler's time, not time in which sysmon would see the coroutine stand still
-    /// outside goro (and retake its P for it).
+    /// the G kept to itself while parked, if any. Returns whether the G is a plain
+    /// thread's spawn whose coroutine is still to be made: the caller makes it (`make`)
+    /// once the G is `Running` and past the scan handshake, before it leaves goro for
+    /// the coroutine, so that the page fault of its first frame is the scheduler's
+    /// time, not time in which sysmon would see the coroutine stand still outside goro
+    /// (and retake its P for it).
     ///
     /// # Safety
     ///
     /// Owner only, and `this` must be a strong reference of the caller's (so that the
     /// count cannot reach zero here).
     #[inline]
-    pub(crate) unsafe fn adopt(this: &GRef) {
+    pub(crate) unsafe fn adopt(this: &GRef) -> bool {
         // SAFETY: owner-only field (caller's contract).
         let work = std::mem::take(unsafe { &mut *this.on_adopt.get() });
         if work == ADOPT_SELF_REF {
             // SAFETY: the parked G's M forgot one strong reference (see the struct
             // doc); the caller holds another, so this does not free the G.
             unsafe { Arc::decrement_strong_count(Arc::as_ptr(this)) };
-        } else if work == ADOPT_MAKE {
-            // SAFETY: owner (caller's contract); `ADOPT_MAKE` says the G is unmade.
-            unsafe { this.make() };
         }
+        work == ADOPT_MAKE
     }
 
     /// Makes the coroutine of a G from `new_unmade`.
     ///
     /// # Safety
     ///
-    /// Owner only, once, on a G from `new_unmade` (its yielder slot holds the body).
+    /// Owner only, once, on a G from `new_unmade` (its yielder slot holds the body),
+    /// `Running` and past `scan.begin_run` (no dump may inspect `co` meanwhile).
     #[cold]
     #[inline(never)]
-    unsafe fn make(&self) {
+    pub(crate) unsafe fn make(&self) {
         // SAFETY: owner-only fields (caller's contract); the slot holds the pointer
         // `new_unmade` made from a `Box<Unmade<F>>`, whose first field (`repr(C)`) is
         // the function that takes it back with the right `F`.

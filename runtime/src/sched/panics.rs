@@ -104,13 +104,15 @@ fn report(
                 .to_string()
         }
         Ok("0") | Err(_) => String::new(),
-        Ok(detail) => traceback::off_coroutine_stack(|| backtrace_text(detail == "full")),
+        Ok(detail) => traceback::off_coroutine_stack(|| backtrace_text(who, detail == "full")),
     };
     let _ = std::io::stderr().write_all(tail.as_bytes());
 }
 
-/// The panicking coroutine's backtrace, as the report prints it.
-fn backtrace_text(all: bool) -> String {
+/// The panicking coroutine's (`who`'s) backtrace, as the report prints it. Named as a
+/// dump names its frames (`Symbols::name`: on a helper thread, and not for ever if a
+/// parked coroutine holds the unwinder's lock).
+fn backtrace_text(who: &str, all: bool) -> String {
     let g = running_g_ptr();
     let mut walker = Walker::new();
     // SAFETY: as in `coroutine`: alive while it runs here.
@@ -119,13 +121,18 @@ fn backtrace_text(all: bool) -> String {
     let (id, cut) = match walk {
         Walk::Frames(id, cut) => (id, cut),
         Walk::Skipped(why) => {
-            out.push_str(&format!("stack backtrace not shown: {}\n", why.as_str()));
+            out.push_str(&format!(
+                "stack backtrace ({who}) not shown: {}\n",
+                why.as_str()
+            ));
             return out;
         }
         Walk::OnCpu | Walk::NotStarted => return out,
     };
-    let frames = Symbols::default().frames(&walker.stacks()[id as usize], all);
-    out.push_str("stack backtrace (this coroutine):\n");
+    let frames = Symbols::name(walker.stacks()).frames(&walker.stacks()[id as usize], all);
+    // The report's head and this are two writes: name the coroutine again, for a
+    // report that another panic's output came between.
+    out.push_str(&format!("stack backtrace ({who}):\n"));
     let cwd = std::env::current_dir().ok();
     super::dump::write_frames(&mut out, &frames, cwd.as_deref());
     if let Some(why) = cut {

@@ -89,14 +89,14 @@ pub(crate) unsafe fn commit_park(g: &GRef, commit: *mut (dyn FnMut() + 'static))
 }
 
 /// Step 3 (see the module doc): an M that took `g` from a run queue to run it drops
-/// the reference `g` kept to itself while parked, if it did (and makes the coroutine
-/// of a plain thread's spawn that has not run yet: `G::adopt`).
+/// the reference `g` kept to itself while parked, if it did. Returns whether `g` is a
+/// plain thread's spawn whose coroutine is still to be made (`G::make`).
 ///
 /// # Safety
 ///
 /// The caller owns `g` and holds another strong reference to it (`g` itself).
 #[inline]
-pub(crate) unsafe fn adopt(g: &GRef) {
+pub(crate) unsafe fn adopt(g: &GRef) -> bool {
     // SAFETY: the caller's contract.
-    unsafe { super::g::G::adopt(g) };
+    unsafe { super::g::G::adopt(g) }
 }

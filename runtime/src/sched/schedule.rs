@@ -404,8 +404,16 @@ fn execute(m: &'static M, g: GRef, inherit: bool) {
     }
     // SAFETY: we took `g` from a run queue or runnext, so we are its owner, and `g` is
     // a strong reference of ours.
-    unsafe { super::park::adopt(&g) };
+    let unmade = unsafe { super::park::adopt(&g) };
     g.transition(GStatus::Runnable, GStatus::Running);
+    if unmade {
+        // A plain thread's spawn, first run: make its coroutine now that it is
+        // `Running` and no dump holds it (the scan handshake, as before a resume: a
+        // dump that saw it `Runnable` could otherwise inspect it while it is made).
+        g.scan.begin_run(m.expedited);
+        // SAFETY: we own `g`; `adopt` said it is unmade.
+        unsafe { g.make() };
+    }
     loop {
         m.set_curg(Arc::as_ptr(&g));
         overflow::set_running(&g.guard);

@@ -32,9 +32,10 @@ use crate::stack::trap;
 const MAX_FRAMES: usize = 96;
 /// A coroutine with less stack than this left below where it was suspended is not
 /// walked. The walk itself runs on a stack of its own (`WALK_STACK`); the coroutine's
-/// stack holds only `capture`'s frame and the switch to it, a few hundred bytes (see
-/// `room_to_walk`).
-const MIN_HEADROOM: usize = 2 * 1024;
+/// stack holds only the frames from `capture` to the fault trap's, a few hundred bytes
+/// (more in a debug build; a fault in them, before the trap is set, would be the
+/// coroutine's overflow), and the switch (see `room_to_walk`).
+const MIN_HEADROOM: usize = if cfg!(debug_assertions) { 4 } else { 2 } * 1024;
 /// The stack the unwinder runs on during a dump's walks (its frames take a few KiB).
 const WALK_STACK: usize = 64 * 1024;
 /// Coroutines claimed per barrier (see `walk_all`): a batch is walked in well under a
@@ -207,7 +208,9 @@ const BODY_STACK: usize = 1024 * 1024;
 /// Runs `f` on a stack of its own (`BODY_STACK`) when called on a coroutine, or in
 /// place on a thread's (or where no such stack can be mapped).
 pub(crate) fn off_coroutine_stack<R>(f: impl FnOnce() -> R) -> R {
-    if super::m::current_g_ptr().is_null() {
+    // The running G, not the current one: inside `blocking` the coroutine has no P
+    // (no current G) but still runs on its own stack.
+    if super::m::running_g_ptr().is_null() {
         return f();
     }
     match DefaultStack::new(BODY_STACK) {
@@ -397,6 +400,9 @@ impl Symbols {
         ips.sort_unstable();
         ips.dedup();
         let mut me = Symbols::default();
+        if ips.is_empty() {
+            return me;
+        }
         let (tx, rx) = std::sync::mpsc::channel();
         let todo = ips.clone();
         let helper = std::thread::Builder::new()
@@ -513,6 +519,7 @@ fn machinery(f: &Frame) -> bool {
     const PREFIXES: &[&str] = &[
         "backtrace::",
         "goro_runtime::sched::",
+        "goro_runtime::stack::trap::",
         "goro_runtime::park::",
         "goro_runtime::spawn::",
         "goro_runtime::scope::",

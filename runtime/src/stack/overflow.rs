@@ -157,7 +157,7 @@ extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut li
     // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
     let addr = unsafe { (*info).si_addr() } as usize;
     // A dump's walk under its fault trap: the walk ends there, the process goes on.
-    if super::trap::escape(ctx) {
+    if super::trap::escape(info, ctx) {
         return;
     }
     let running = RUNNING.with(|r| r.get());

@@ -45,7 +45,7 @@ pub(crate) struct Landing {
 thread_local! {
     /// The landing of this thread's armed trap, or null. Const-initialised and without
     /// a destructor: a plain load from the signal handler.
-    static ARMED: Cell<*const Landing> = const { Cell::new(ptr::null()) };
+    static ARMED: Cell<*mut Landing> = const { Cell::new(ptr::null_mut()) };
 }
 
 /// Runs `f`; a SIGSEGV or SIGBUS it raises ends it, and gives `Err(Faulted)`.
@@ -56,16 +56,15 @@ thread_local! {
 pub(crate) fn catch_faults<F: FnOnce()>(f: F) -> Result<(), Faulted> {
     let mut f = Some(f);
     let mut landing = Landing::default();
-    let before = ARMED.with(|a| a.replace(&landing));
+    // One pointer for the slot and the call: `enter` writes through it, the handler
+    // reads through it.
+    let at: *mut Landing = &raw mut landing;
+    let before = ARMED.with(|a| a.replace(at));
+    // The landing's zeroes before the slot's store, for the handler on this thread.
+    std::sync::atomic::compiler_fence(std::sync::atomic::Ordering::SeqCst);
     // SAFETY: `trampoline::<F>` is given a pointer to `f`, alive across the call; the
     // landing is ours, armed above and disarmed below, and outlives the call.
-    let faulted = unsafe {
-        enter(
-            &mut landing,
-            trampoline::<F>,
-            (&mut f as *mut Option<F>).cast(),
-        )
-    };
+    let faulted = unsafe { enter(at, trampoline::<F>, (&mut f as *mut Option<F>).cast()) };
     ARMED.with(|a| a.set(before));
     if faulted == 0 {
         Ok(())
@@ -130,24 +129,31 @@ pub(crate) fn catch_faults<F: FnOnce()>(f: F) -> Result<(), Faulted> {
     Ok(())
 }
 
-/// For the SIGSEGV/SIGBUS handler: if this thread's trap is armed, disarms it and
-/// points the interrupted context at its landing (returning from the handler then
+/// For the SIGSEGV/SIGBUS handler, with its `info` and `ctx`: if this thread's trap is
+/// armed and the fault is the code's own, disarms it and points the interrupted
+/// context at its landing (returning from the handler then
 /// returns from `enter` with 1). Returns whether it did. Async-signal-safe: a
 /// thread-local load and stores into the context.
-pub(crate) fn escape(ctx: *mut c_void) -> bool {
-    let landing = ARMED.with(|a| a.replace(ptr::null()));
-    // SAFETY: an armed landing lives in `catch_faults`' frame, still live (the fault
-    // happened below it). A return address of 0: armed but not saved yet (a fault
-    // cannot come from there; a SIGSEGV sent by another process could), so not ours.
-    if landing.is_null() || ctx.is_null() || unsafe { (*landing).regs[7] } == 0 {
+pub(crate) fn escape(info: *const libc::siginfo_t, ctx: *mut c_void) -> bool {
+    let landing = ARMED.with(|a| a.get());
+    if landing.is_null() || ctx.is_null() || info.is_null() {
         return false;
     }
+    // SAFETY: the kernel passes a valid siginfo; an armed landing lives in
+    // `catch_faults`' frame, still live (the fault happened below it).
+    let (code, saved) = unsafe { ((*info).si_code, (*landing).regs[7]) };
+    // Only a fault the code raised (si_code > 0; a signal sent with kill has
+    // SI_USER, 0, or less), and only once `enter` has saved where to land.
+    if code <= 0 || saved == 0 {
+        return false;
+    }
+    ARMED.with(|a| a.set(ptr::null_mut()));
     land(landing, ctx);
     true
 }
 
 #[cfg(target_arch = "x86_64")]
-fn land(landing: *const Landing, ctx: *mut c_void) {
+fn land(landing: *mut Landing, ctx: *mut c_void) {
     // SAFETY: an armed landing lives in `catch_faults`' frame, below which the fault
     // happened (that frame is still live); `ctx` is the ucontext the kernel passed to
     // an SA_SIGINFO handler, ours to change until the handler returns.
@@ -163,11 +169,13 @@ fn land(landing: *const Landing, ctx: *mut c_void) {
         g[libc::REG_RSP as usize] = r[6] as i64;
         g[libc::REG_RIP as usize] = r[7] as i64;
         g[libc::REG_RAX as usize] = 1;
+        // The ABI's direction flag is clear at a call's return.
+        g[libc::REG_EFL as usize] &= !(1 << 10);
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn land(_landing: *const Landing, _ctx: *mut c_void) {
+fn land(_landing: *mut Landing, _ctx: *mut c_void) {
     unreachable!("no trap is armed on this target (`catch_faults` arms none)");
 }
 
