@@ -172,7 +172,9 @@ fn walk_on(
 /// The return addresses of the calling thread's frames whose stack pointer lies in
 /// `[lo, hi)`, innermost first (those of the current coroutine's stack, or of any);
 /// frames outside it before the first inside (the walk's own, on its own stack) are
-/// passed over, and the first outside it after them ends the walk.
+/// passed over, and the first outside it after them ends the walk. (So a coroutine
+/// suspended on a stack of its own making, a dump's body stack that `hooks` parked it
+/// on, shows the frames on its own stack only.)
 ///
 /// Without the `backtrace` crate's process-wide lock (`trace_unsynchronized`): a walk
 /// runs inside an inspection, where the coroutine walked is claimed and an M that
