@@ -180,53 +180,10 @@ impl G {
         stack: Stack,
         main: impl FnOnce() + Send + 'static,
     ) -> GRef {
-        let (guard_lo, guard_hi) = stack.guard_range();
-        let usable = stack.usable();
-        // The first resume is always the scheduler's (null): a dump walks only
-        // a coroutine that has started (`inspect`).
-        let co = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Request>, _: Resume| {
-            // The M published this G as its current one before resuming it.
-            let g = super::m::current_g_ptr();
-            // SAFETY: `g` is the running G (alive: its M holds it); the yielder slot is
-            // written only here, by the G itself, before anything can suspend it.
-            unsafe { *(*g).yielder.get() = y as *const _ };
-            main();
-        });
-        let g = G {
-            id,
-            guard: GuardInfo {
-                guard_lo,
-                guard_hi,
-                usable,
-                id,
-                name,
-            },
-            wait: WaitCell::new(),
-            wait_reason: AtomicU8::new(WaitReason::None as u8),
-            status: AtomicU8::new(GStatus::Runnable as u8),
-            wait_since: AtomicI64::new(0),
-            reg_idx: AtomicU32::new(u32::MAX),
-            spawned_at,
-            scan: ScanWord::new(),
-            co: UnsafeCell::new(Some(co)),
-            yielder: UnsafeCell::new(std::ptr::null()),
-            on_adopt: UnsafeCell::new(0),
-            lock_depth: UnsafeCell::new(u32::from(pinned)),
-            locked_m: UnsafeCell::new(std::ptr::null()),
-            locals: RefCell::new(LocalTable::new()),
-        };
-        match shell {
-            Some(mut shell) => {
-                // A shell is a unique reference (`GShells::put` checked), so nothing
-                // can see the old G being overwritten.
-                match Arc::get_mut(&mut shell) {
-                    Some(old) => *old = g,
-                    None => super::fatal!("G::new: a G shell is shared"),
-                }
-                shell
-            }
-            None => Arc::new(g),
-        }
+        let guard = GuardInfo::of(&stack, id, name);
+        let co = make_coroutine(stack, main);
+        let g = G::fresh(guard, spawned_at, pinned, Some(co), std::ptr::null(), 0);
+        Self::in_shell(shell, g)
     }
 
     /// As [`G::new`], for a plain thread's spawn: the coroutine is made by the M that
@@ -250,22 +207,30 @@ impl G {
         stack: Stack,
         main: F,
     ) -> GRef {
-        let (guard_lo, guard_hi) = stack.guard_range();
-        let usable = stack.usable();
+        let guard = GuardInfo::of(&stack, id, name);
         let body = Box::into_raw(Box::new(Unmade {
             make: Unmade::<F>::make,
             stack,
             main,
         }));
-        let g = G {
-            id,
-            guard: GuardInfo {
-                guard_lo,
-                guard_hi,
-                usable,
-                id,
-                name,
-            },
+        let body = body.cast::<Yielder<Resume, Request>>().cast_const();
+        let g = G::fresh(guard, spawned_at, pinned, None, body, ADOPT_MAKE);
+        Self::in_shell(shell, g)
+    }
+
+    /// A G in its first state: `Runnable`, not waiting, registered nowhere.
+    #[inline(always)]
+    fn fresh(
+        guard: GuardInfo,
+        spawned_at: Option<&'static Location<'static>>,
+        pinned: bool,
+        co: Option<GCoroutine>,
+        yielder: *const Yielder<Resume, Request>,
+        on_adopt: u8,
+    ) -> G {
+        G {
+            id: guard.id,
+            guard,
             wait: WaitCell::new(),
             wait_reason: AtomicU8::new(WaitReason::None as u8),
             status: AtomicU8::new(GStatus::Runnable as u8),
@@ -273,14 +238,13 @@ impl G {
             reg_idx: AtomicU32::new(u32::MAX),
             spawned_at,
             scan: ScanWord::new(),
-            co: UnsafeCell::new(None),
-            yielder: UnsafeCell::new(body.cast::<Yielder<Resume, Request>>().cast_const()),
-            on_adopt: UnsafeCell::new(ADOPT_MAKE),
+            co: UnsafeCell::new(co),
+            yielder: UnsafeCell::new(yielder),
+            on_adopt: UnsafeCell::new(on_adopt),
             lock_depth: UnsafeCell::new(u32::from(pinned)),
             locked_m: UnsafeCell::new(std::ptr::null()),
             locals: RefCell::new(LocalTable::new()),
-        };
-        Self::in_shell(shell, g)
+        }
     }
 
     /// `g` in `shell` (a dead G of this P's, see [`GShells`]), or in a new allocation.

@@ -27,6 +27,21 @@ pub(crate) struct GuardInfo {
     pub(crate) name: Option<std::sync::Arc<str>>,
 }
 
+impl GuardInfo {
+    /// The guard of the coroutine `id` (named `name`) that runs on `stack`.
+    #[inline(always)]
+    pub(crate) fn of(stack: &super::Stack, id: u64, name: Option<std::sync::Arc<str>>) -> Self {
+        let (guard_lo, guard_hi) = stack.guard_range();
+        GuardInfo {
+            guard_lo,
+            guard_hi,
+            usable: stack.usable(),
+            id,
+            name,
+        }
+    }
+}
+
 thread_local! {
     /// The guard of the coroutine running on this thread, or null. Const-initialised
     /// and without a destructor, so reading it from a signal handler is a plain load.
