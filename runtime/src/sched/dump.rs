@@ -55,11 +55,8 @@ struct Entry {
     /// coroutine (most of a large dump), so that an entry allocates nothing.
     state: Cow<'static, str>,
     waited_ns: Option<i64>,
-    /// The stack its walk recorded, if any.
+    /// The stack its walk recorded, if any (its frames: `Named::of`).
     stack: Option<StackId>,
-    /// Its frames, named (`Named::fill`): shared by every coroutine with the same
-    /// frames (`Symbols`).
-    frames: Arc<[Frame]>,
     /// Why its stack is not shown, or not all of it.
     not_walked: Option<Unwalked>,
     spawned_at: Option<&'static Location<'static>>,
@@ -74,9 +71,13 @@ pub(crate) fn dump(layout: Layout) -> String {
     traceback::off_coroutine_stack(|| dump_here(layout))
 }
 
-/// The frames of each stack a dump's walks recorded, by `StackId`, named.
+/// The frames of each stack a dump's walks recorded, by `StackId`, named: shared by
+/// every coroutine with the same frames (`Symbols`), so that grouping compares
+/// pointers.
 struct Named {
     frames: Vec<Arc<[Frame]>>,
+    /// For an entry without a stack.
+    none: Arc<[Frame]>,
     gave_up: bool,
 }
 
@@ -91,17 +92,14 @@ impl Named {
             .collect();
         Named {
             frames,
+            none: Arc::from([]),
             gave_up: symbols.gave_up(),
         }
     }
 
-    /// Gives each entry the frames of its stack.
-    fn fill(&self, entries: &mut [Entry]) {
-        for e in entries {
-            if let Some(id) = e.stack {
-                e.frames = self.frames[id as usize].clone();
-            }
-        }
+    /// The frames of `e`'s stack (none if its stack was not walked).
+    fn of(&self, e: &Entry) -> &Arc<[Frame]> {
+        e.stack.map_or(&self.none, |id| &self.frames[id as usize])
     }
 }
 
@@ -126,11 +124,10 @@ fn dump_here(layout: Layout) -> String {
     drop(gs);
     let named = Named::new(&walker);
     drop(walker);
-    named.fill(&mut entries);
     let mut out = String::new();
     let groups = match layout {
         Layout::Each => Vec::new(),
-        Layout::Grouped => group(&entries),
+        Layout::Grouped => group(&entries, &named),
     };
     let _ = writeln!(
         out,
@@ -185,13 +182,13 @@ fn dump_here(layout: Layout) -> String {
         Layout::Grouped => {
             for group in groups {
                 out.push('\n');
-                write_group(&mut out, &group, cwd.as_deref());
+                write_group(&mut out, &group, &named, cwd.as_deref());
             }
         }
         Layout::Each => {
             for e in &entries {
                 out.push('\n');
-                write_group(&mut out, &[e], cwd.as_deref());
+                write_group(&mut out, &[e], &named, cwd.as_deref());
             }
         }
     }
@@ -253,7 +250,6 @@ fn entry(g: &GRef, walk: Walk, now: i64, ms: &RunningMs) -> Option<Entry> {
         state,
         waited_ns: waited,
         stack,
-        frames: Arc::from([]),
         not_walked,
         spawned_at: g.spawned_at,
     })
@@ -282,15 +278,16 @@ fn ms_by_coroutine() -> RunningMs {
 
 /// Groups entries alike in state, frames and spawn site, largest group first, then by
 /// lowest id.
-fn group(entries: &[Entry]) -> Vec<Vec<&Entry>> {
+fn group<'a>(entries: &'a [Entry], named: &Named) -> Vec<Vec<&'a Entry>> {
     // Frames by pointer: `Symbols` gives equal stacks one `Arc`.
     type Key<'a> = (&'a str, *const Frame, Option<&'static Location<'static>>);
     let mut index: HashMap<Key<'_>, usize> = HashMap::new();
     let mut groups: Vec<Vec<&Entry>> = Vec::new();
     for e in entries {
-        let key = (&*e.state, e.frames.as_ptr(), e.spawned_at);
+        let frames = named.of(e);
+        let key = (&*e.state, frames.as_ptr(), e.spawned_at);
         // Running coroutines, and those whose stack was not walked, are shown alone.
-        if e.frames.is_empty() || e.not_walked.is_some() {
+        if frames.is_empty() || e.not_walked.is_some() {
             groups.push(vec![e]);
             continue;
         }
@@ -309,7 +306,7 @@ fn group(entries: &[Entry]) -> Vec<Vec<&Entry>> {
 /// The ids a group's header lists before "and N more".
 const IDS_SHOWN: usize = 8;
 
-fn write_group(out: &mut String, group: &[&Entry], cwd: Option<&Path>) {
+fn write_group(out: &mut String, group: &[&Entry], named: &Named, cwd: Option<&Path>) {
     let first = group[0];
     if group.len() == 1 {
         let _ = write!(out, "coroutine {}", first.id);
@@ -346,9 +343,10 @@ fn write_group(out: &mut String, group: &[&Entry], cwd: Option<&Path>) {
         }
         out.push('\n');
     }
-    write_frames(out, &first.frames, cwd);
+    let frames = named.of(first);
+    write_frames(out, frames, cwd);
     match first.not_walked {
-        Some(why) if first.frames.is_empty() => {
+        Some(why) if frames.is_empty() => {
             let _ = writeln!(out, "    (stack not shown: {})", why.as_str());
         }
         Some(why) => {
@@ -457,16 +455,11 @@ fn stack_here(id: u64) -> Option<StackTrace> {
     let walk = walker
         .walk_all(std::slice::from_ref(&g), current_g_ptr())
         .pop()?;
-    let mut e = [entry(
-        &g,
-        walk,
-        crate::timers::nanotime(),
-        &ms_by_coroutine(),
-    )?];
-    Named::new(&walker).fill(&mut e);
-    let [e] = e;
-    let unavailable = match (e.frames.is_empty(), e.not_walked) {
-        (_, Some(why)) if !e.frames.is_empty() => Some(why.as_str().to_string()),
+    let e = entry(&g, walk, crate::timers::nanotime(), &ms_by_coroutine())?;
+    let named = Named::new(&walker);
+    let frames = named.of(&e).to_vec();
+    let unavailable = match (frames.is_empty(), e.not_walked) {
+        (_, Some(why)) if !frames.is_empty() => Some(why.as_str().to_string()),
         (false, _) => None,
         (true, Some(why)) => Some(format!("{}; stack not shown: {}", e.state, why.as_str())),
         (true, None) => Some(e.state.into_owned()),
@@ -474,7 +467,7 @@ fn stack_here(id: u64) -> Option<StackTrace> {
     Some(StackTrace {
         id,
         name: e.name.map(|n| n.to_string()),
-        frames: e.frames.to_vec(),
+        frames,
         unavailable,
         spawned_at: e.spawned_at,
     })

@@ -16,7 +16,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,8 +48,6 @@ pub(crate) enum Unwalked {
     NoRoom,
     /// Another dump held its claim.
     Busy,
-    /// The unwinder panicked.
-    Panicked,
     /// The unwinder faulted: a frame's unwind information led it out of the stack.
     Faulted,
     /// The dump could not map a stack for its walks.
@@ -62,7 +59,6 @@ impl Unwalked {
         match self {
             Unwalked::NoRoom => "too little stack left to walk it",
             Unwalked::Busy => "another dump is walking it",
-            Unwalked::Panicked => "the unwinder panicked",
             Unwalked::Faulted => {
                 "stack not walkable past here: a frame's unwind information is wrong \
                  (the unwinder faulted)"
@@ -150,22 +146,15 @@ fn walk_on(
 ) -> Option<Unwalked> {
     ips.clear();
     ips.reserve_exact(MAX_FRAMES);
-    let mut panicked = false;
     // What the trap may abandon: `on_stack`'s switch (nothing to undo but the stack
     // pointer, which the landing restores), the unwinder's frames (no lock held where
-    // it reads a stack) and `walk_stack`'s (pushes into a buffer that never grows).
-    let trapped = trap::catch_faults(|| {
-        corosensei::on_stack(&mut *stack, || {
-            panicked = catch_unwind(AssertUnwindSafe(|| walk_stack(lo, hi, ips))).is_err();
-        })
-    });
-    match (trapped, panicked) {
-        (Err(trap::Faulted), _) => Some(Unwalked::Faulted),
-        (Ok(()), true) => {
-            ips.clear();
-            Some(Unwalked::Panicked)
-        }
-        (Ok(()), false) => None,
+    // it reads a stack) and `walk_stack`'s (pushes into a buffer that never grows). No
+    // `catch_unwind`: `walk_stack`'s callback cannot panic (it pushes within the
+    // buffer's capacity), and the `backtrace` crate aborts on a panic in a callback
+    // anyway, before it could reach here.
+    match trap::catch_faults(|| corosensei::on_stack(&mut *stack, || walk_stack(lo, hi, ips))) {
+        Err(trap::Faulted) => Some(Unwalked::Faulted),
+        Ok(()) => None,
     }
 }
 
