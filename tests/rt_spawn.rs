@@ -32,6 +32,29 @@ fn spawn_and_join_100_000() {
     });
 }
 
+/// A body of any size spawns, from a thread and from a coroutine, and arrives whole:
+/// corosensei refuses to move more than 1 KiB onto a new stack (it panicked "type is
+/// too big to transfer", and on an M that made a plain thread's coroutine, aborted
+/// the process); goro boxes a larger body, as Go copies arguments of any size.
+#[test]
+fn bodies_larger_than_a_kilobyte_spawn() {
+    fn sized<const N: usize>(seed: u8) -> goro::JoinHandle<usize> {
+        let body = [seed; N];
+        goro::go!(move || body.iter().map(|&b| b as usize).sum())
+    }
+    common::on_thread_and_coroutine(T, || {
+        // Around the edge (1 KiB, with the spawn's own captures), and well past it.
+        let hs = [
+            sized::<1000>(1),
+            sized::<1024>(1),
+            sized::<1100>(1),
+            sized::<{ 16 * 1024 }>(2),
+        ];
+        let sums: Vec<usize> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(sums, [1000, 1024, 1100, 32 * 1024]);
+    });
+}
+
 #[test]
 fn nested_spawns() {
     with_timeout(T, || {

@@ -539,9 +539,26 @@ impl<F: FnOnce() + Send + 'static> Unmade<F> {
     }
 }
 
+/// The largest body a coroutine's first frame holds: corosensei moves the body onto
+/// the new stack by value and refuses (panics) past 1 KiB. A larger one is boxed, and
+/// moves onto the stack when it is called (Go copies a goroutine's arguments onto its
+/// stack whatever their size).
+const MAX_INLINE_BODY: usize = 1024;
+
 /// The coroutine that runs `main` on `stack`.
 #[inline(always)]
-fn make_coroutine(stack: Stack, main: impl FnOnce() + Send + 'static) -> GCoroutine {
+fn make_coroutine<F: FnOnce() + Send + 'static>(stack: Stack, main: F) -> GCoroutine {
+    if std::mem::size_of::<F>() > MAX_INLINE_BODY {
+        // Decided at compile time: one of the two branches is left.
+        let main = Box::new(main);
+        return start_coroutine(stack, main);
+    }
+    start_coroutine(stack, main)
+}
+
+/// The coroutine that runs `main` (at most [`MAX_INLINE_BODY`] bytes) on `stack`.
+#[inline(always)]
+fn start_coroutine(stack: Stack, main: impl FnOnce() + Send + 'static) -> GCoroutine {
     // The first resume is always the scheduler's (null): a dump walks only a coroutine
     // that has started (`inspect`).
     Coroutine::with_stack(stack, move |y: &Yielder<Resume, Request>, _: Resume| {
