@@ -169,6 +169,14 @@ pub(crate) const SPIN_PASS_GAP_NS: u64 = 2_000;
 pub(crate) const SPIN_BUDGET_NS: u64 = 50_000;
 /// Goroutine ids a P takes from the global counter at once.
 pub(crate) const GOID_BATCH: u64 = 16;
+/// How far the Ms may fall behind a plain thread's spawns (coroutines waiting in the
+/// global queue) before its spawns make their coroutines themselves. Below it, the M
+/// that first runs a coroutine makes it (the fault on its stack's top page); above
+/// it, the spawner's bodies would pile up in the heap (a burst from `main` at 2 Ps ran
+/// 40 000-55 000 ahead, +30-45 B of heap per parked coroutine), and the coroutines
+/// would start ever later. Go's local run queue holds as many; 256-1 024 spawned
+/// fastest here (docs/benchmarks.md).
+pub(crate) const UNMADE_BACKLOG: usize = 256;
 
 /// Prints a fatal scheduler error naming the function and aborts. A panic cannot
 /// unwind across a stack switch, and a broken scheduler invariant is not recoverable.

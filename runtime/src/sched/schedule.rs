@@ -19,7 +19,7 @@ use super::runq::{runq_empty, runq_get, runq_put, runq_steal, spin_pause};
 use super::timers;
 use super::{
     fatal, rt, rt_started, Runtime, GLOBAL_CHECK_TICKS, GOID_BATCH, SPIN_BUDGET_NS,
-    SPIN_PASS_GAP_NS, STEAL_ROUNDS,
+    SPIN_PASS_GAP_NS, STEAL_ROUNDS, UNMADE_BACKLOG,
 };
 use crate::stack::{self, overflow};
 
@@ -731,9 +731,12 @@ pub(crate) fn spawn_g(
         None => rt.g_free.take(),
     };
     let g = match p {
-        Some(_) => G::new(shell, id, name, spawned_at, pinned, stack, main),
-        // A plain thread's coroutine is made by the M that first runs it.
-        None => G::new_unmade(shell, id, name, spawned_at, pinned, stack, main),
+        // A plain thread's coroutine is made by the M that first runs it, while the Ms
+        // keep up (see UNMADE_BACKLOG).
+        None if rt.injector.len() < UNMADE_BACKLOG => {
+            G::new_unmade(shell, id, name, spawned_at, pinned, stack, main)
+        }
+        _ => G::new(shell, id, name, spawned_at, pinned, stack, main),
     };
     rt.allgs.add(&g);
     match p {
