@@ -16,6 +16,7 @@
 //! | `TimerHeap` | `timers.rs` a P's `PTimers::heap` | nothing |
 //! | `Sched` | `sched/mod.rs` `Runtime::sched` (idle Ps and Ms) | `StackPool`, `GFree` (retiring a P) |
 //! | `StackPool` | `stack/pool.rs` the global stack pool | nothing |
+//! | `StackArena` | `stack/mod.rs` `arena::ARENA` (the region slabs are carved from) | nothing |
 //! | `PollTable` | `netpoll.rs` the registration table | nothing |
 //! | `MHandoff` | `sched/m.rs` `MShared::next` | nothing |
 //! | `AllGs` | `sched/allgs.rs` a registry shard (a spin lock) | nothing |
@@ -50,6 +51,7 @@ pub(crate) enum Rank {
     TimerHeap,
     Sched,
     StackPool,
+    StackArena,
     PollTable,
     MHandoff,
     AllGs,
@@ -61,9 +63,9 @@ pub(crate) enum Rank {
     BlockOn,
 }
 
-/// The most ranked locks one thread holds at once (the order has sixteen ranks).
+/// The most ranked locks one thread holds at once (the order has seventeen ranks).
 #[cfg(debug_assertions)]
-const MAX_HELD: usize = 16;
+const MAX_HELD: usize = 17;
 
 #[cfg(debug_assertions)]
 thread_local! {

@@ -155,7 +155,7 @@ impl StackPool {
             let victims: Vec<Stack> = global.drain(..n).collect();
             (victims, excess - n)
         };
-        drop(victims);
+        super::unmap_all(victims);
         left
     }
 
