@@ -125,6 +125,12 @@ impl<T> WaitQueue<T> {
         }
     }
 
+    /// Whether no sudog waits here (a read of the head; the caller holds the channel
+    /// lock for the answer to hold).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.head.is_null()
+    }
+
     /// Links `s` at the tail.
     ///
     /// # Safety
