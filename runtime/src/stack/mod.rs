@@ -1,13 +1,15 @@
 //! Coroutine stacks: allocation, guard pages, the pool, the overflow handler.
 //!
-//! A stack is one anonymous mapping, `MAP_NORESERVE | MAP_STACK`, so its pages are
-//! committed only when touched (a parked coroutine costs the pages its frames use, not
-//! its virtual size) and the kernel does not back it with huge pages. The lowest
+//! A stack is part of an anonymous mapping, `MAP_NORESERVE | MAP_STACK`, so its pages
+//! are committed only when touched (a parked coroutine costs the pages its frames use,
+//! not its virtual size) and the kernel does not back it with huge pages: a stack of
+//! the default size is part of a slab, carved from a region of 1 024 stacks
+//! ([`arena`]); one of another size is a mapping of its own. The lowest
 //! [`GUARD_PAGES`] pages are the guard:
 //!
 //! - on Linux 6.13+ they are installed with `madvise(MADV_GUARD_INSTALL)`, which marks
-//!   page-table entries and leaves the mapping whole, so neighbouring stacks merge into
-//!   few VMAs and a million guarded stacks fit in a process;
+//!   page-table entries and leaves the mapping whole, so a region stays one VMA and a
+//!   million guarded stacks fit in a process;
 //! - elsewhere with `mprotect(PROT_NONE)`, which splits the mapping in two: every stack
 //!   then costs two VMAs and `vm.max_map_count` (65530 by default) caps a process near
 //!   32 000 live coroutines. Allocation failure there is a typed `io::Error` that names
