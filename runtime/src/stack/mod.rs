@@ -317,8 +317,8 @@ fn map_stacks(hint: usize, len: usize) -> io::Result<usize> {
 /// below the last. Growing a mapping write-locks it, which waits for the page faults
 /// in flight there and sends the ones that follow to the address-space lock: the
 /// slab a plain thread maps while the Ms fault the top pages of the slabs before it
-/// stalled both sides (a spawn from `main` at 2 Ps took 3.8 µs, 1.4x the floor of a
-/// fresh stack; with slabs kept apart, 1.3-1.7 µs; docs/benchmarks.md). Carving
+/// stalled both sides (a spawn from `main` at 2 Ps took 3.6-4.5 µs, 1.4x the floor of
+/// a fresh stack; with regions, 1.9-2.2 µs, below it; docs/benchmarks.md). Carving
 /// touches no mapping: a slab's guards go in with `process_madvise`, which, as a page
 /// fault, only reads the mapping.
 ///
