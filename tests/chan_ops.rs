@@ -231,6 +231,52 @@ fn close_wakes_waiters_past_one_batch() {
     });
 }
 
+/// A close is one event for the senders blocked at it: each gets its value back, and
+/// a receive that comes once the channel shows closed gets `RecvError`, even while
+/// the closer still wakes them a batch at a time (a receive between two batches took
+/// a condemned sender's value, and that send returned `Ok` after the close). 300
+/// senders blocked on a rendezvous channel (ten batches), a thread receiving as soon
+/// as the channel shows closed, twenty rounds.
+#[test]
+fn a_receive_after_close_takes_nothing_from_blocked_senders() {
+    with_timeout(T, || {
+        for _ in 0..20 {
+            let (tx, rx) = channel::<u32>(0);
+            let blocked = Arc::new(AtomicUsize::new(0));
+            let senders: Vec<_> = (0..300)
+                .map(|i| {
+                    let (tx, blocked) = (tx.clone(), blocked.clone());
+                    goro::go!(move || {
+                        blocked.fetch_add(1, Ordering::SeqCst);
+                        tx.send(i)
+                    })
+                })
+                .collect();
+            let t = Instant::now();
+            while blocked.load(Ordering::SeqCst) < 300 || goro::debug::stats().waiting < 300 {
+                assert!(
+                    t.elapsed() < Duration::from_secs(30),
+                    "senders never parked"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let receiver = std::thread::spawn(move || {
+                let t = Instant::now();
+                while !rx.is_closed() {
+                    assert!(t.elapsed() < Duration::from_secs(30), "never closed");
+                    std::hint::spin_loop();
+                }
+                rx.recv()
+            });
+            tx.close();
+            assert_eq!(receiver.join().unwrap(), Err(RecvError));
+            for (i, h) in senders.into_iter().enumerate() {
+                assert_eq!(h.join().unwrap(), Err(SendError(i as u32)));
+            }
+        }
+    });
+}
+
 /// Each sender's values arrive in the order it sent them.
 #[test]
 fn fifo_per_sender() {

@@ -12,7 +12,9 @@
 //! - `sendq` non-empty implies the buffer is full (for a rendezvous channel: no receiver
 //!   is waiting), and `recvq` non-empty implies the buffer is empty (no sender waits).
 //!   An unbounded channel's buffer is never full, so its `sendq` is always empty.
-//! - `closed` only goes from false to true; once set, both queues are empty.
+//! - `closed` only goes from false to true; once set, no waiter joins the queues, and
+//!   those in them are the closer's to wake (in batches, the first in the section that
+//!   sets it): a receive takes nothing from `sendq`.
 //!
 //! # Direct hand-off
 //!
@@ -302,43 +304,42 @@ impl<T> Chan<T> {
 
     /// Closes the channel (unless it is closed already) and, with `take_buffered`,
     /// takes what is buffered (the last receiver is gone: nobody can receive it), in
-    /// one locked section. The caller drops the values, after the unlock. Returns
-    /// whether this call closed it.
+    /// one locked section, which also takes the first batch of waiters to wake. The
+    /// caller drops the values, after the unlock. Returns whether this call closed it.
     fn close_and_take(&self, take_buffered: bool) -> (bool, VecDeque<T>) {
         let mut taken = VecDeque::new();
-        let (was_open, waiters) = {
-            let l = self.locked();
-            let st = l.state();
-            let open = !st.closed;
-            st.closed = true;
-            if take_buffered {
-                taken = st.buf.take_all();
-            }
-            (open, open && !(st.recvq.is_empty() && st.sendq.is_empty()))
-        };
-        // Marked closed: no waiter joins the queues from now on, and those in them are
-        // woken below. Most closes find none (the last handle of a channel whose peers
-        // are gone): they touch no more of this stack than their own frame.
-        if waiters {
-            self.wake_all_waiters();
+        let l = self.locked();
+        let st = l.state();
+        let was_open = !st.closed;
+        st.closed = true;
+        if take_buffered {
+            taken = st.buf.take_all();
+        }
+        // Most closes find no waiter (the last handle of a channel whose peers are
+        // gone): they write no more of this stack than their own frame.
+        if was_open && !(st.recvq.is_empty() && st.sendq.is_empty()) {
+            self.wake_all_waiters(l);
         }
         (was_open, taken)
     }
 
-    /// Wakes every waiter of a channel just closed, a batch at a time from an array
-    /// on this stack: a close allocates nothing (see `close_into`). Out of line: the
-    /// array is 768 bytes of stack to write, each line of it a cache miss on the
-    /// stack of a coroutine that wakes after long (a close with no waiter used to write
-    /// it too: a fifth of the Ms' time when a million parked coroutines each dropped
-    /// their receiver, docs/benchmarks.md).
+    /// Wakes every waiter of a channel just marked closed under `first`, a batch at a
+    /// time from an array on this stack: a close allocates nothing (see `close_into`).
+    /// The first batch leaves in the closing section; no waiter joins the queues after
+    /// it, and receivers leave the senders still queued to this (`try_recv_locked`).
+    /// Out of line: the array is 768 bytes of stack to write, a cache miss a line on
+    /// the stack of a coroutine that wakes after long (a close with no waiter used to
+    /// write it too: a fifth of the Ms' time when a million parked coroutines each
+    /// dropped their receiver, docs/benchmarks.md).
     #[cold]
     #[inline(never)]
-    fn wake_all_waiters(&self) {
+    fn wake_all_waiters(&self, first: Locked<'_, T>) {
         const BATCH: usize = 32;
+        let mut held = Some(first);
         loop {
             let mut wake: [Option<Unparker>; BATCH] = Default::default();
             let n = {
-                let l = self.locked();
+                let l = held.take().unwrap_or_else(|| self.locked());
                 let st = l.state();
                 // SAFETY: the lock is held.
                 unsafe {
@@ -425,7 +426,14 @@ pub(crate) fn hand_off_locked<T>(
 fn try_recv_locked<T>(st: &mut State<T>, wake: &mut Option<Unparker>) -> TryRecv<T> {
     // SAFETY: the lock is held; a dequeued sudog is ours to complete.
     unsafe {
-        let s = st.sendq.dequeue();
+        // A sender still queued on a closed channel is the closer's to wake, with its
+        // value (more than one batch of waiters leaves the lock between batches): it
+        // must not complete now.
+        let s = if st.closed {
+            std::ptr::null_mut()
+        } else {
+            st.sendq.dequeue()
+        };
         if !s.is_null() {
             let sent = (*s).value.take().expect("a waiting sender has a value");
             (*s).outcome = Outcome::Done;
