@@ -91,6 +91,12 @@ impl<'a> Waiting<'a> {
             // spawns any coroutine has not started yet (Go's first lesson: a `main`
             // blocked for ever on a channel is a deadlock). Once started, a load.
             sysmon::start();
+            // A sysmon that found every P idle before this count went up sleeps with
+            // no deadline: wake it to check again (the thread's half of a Dekker pair:
+            // the RMW above, then `should_poke`'s fence and load; sysmon's half is in
+            // its deep sleep, after `announce`). Without it, a thread that began to
+            // wait a moment after the Ps went idle left a deadlock unreported.
+            sysmon::wake_if_asleep();
         }
         Waiting(t)
     }

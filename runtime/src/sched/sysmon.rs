@@ -329,7 +329,8 @@ fn run() {
         if deep {
             // Deadlock check, then sleep until a P runs (or the grace period ends).
             let mut timeout = None;
-            if deadlock_check && nothing_pending(rt) {
+            let pending_seen = deadlock_check && nothing_pending(rt);
+            if pending_seen {
                 // The scan of every coroutine (`no_g_runs`) only at a second sighting
                 // with no progress in between: a G that runs on an M without a P (a
                 // retaken computation) keeps the Ps idle and makes progress, and a
@@ -372,7 +373,15 @@ fn run() {
             // Announce the deep sleep, then re-check: a P that starts running after
             // the announcement pokes the pipe; one that started before is seen here.
             let still_idle = rt.deep_sleep.announce(&rt.spinning, rt.procs());
-            let poked = sleep(if still_idle { timeout } else { Some(0) });
+            // The same for a plain thread that began to wait (`park.rs` `Waiting::new`,
+            // which pokes a sleep it sees announced): one that did between the check
+            // above and the announcement is seen here, and the check runs again.
+            let newly_waiting = deadlock_check && !pending_seen && nothing_pending(rt);
+            let poked = sleep(if still_idle && !newly_waiting {
+                timeout
+            } else {
+                Some(0)
+            });
             rt.deep_sleep.end();
             if poked {
                 // A P runs again. Back to rounds, but not 20 µs ones: nothing is known
