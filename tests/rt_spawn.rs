@@ -35,7 +35,8 @@ fn spawn_and_join_100_000() {
 /// A body of any size spawns, from a thread and from a coroutine, and arrives whole:
 /// corosensei refuses to move more than 1 KiB onto a new stack (it panicked "type is
 /// too big to transfer", and on an M that made a plain thread's coroutine, aborted
-/// the process); goro boxes a larger body, as Go copies arguments of any size.
+/// the process); goro boxes a larger body, as a Go closure's captures live in the heap
+/// whatever their size.
 #[test]
 fn bodies_larger_than_a_kilobyte_spawn() {
     fn sized<const N: usize>(seed: u8) -> goro::JoinHandle<usize> {
@@ -43,7 +44,8 @@ fn bodies_larger_than_a_kilobyte_spawn() {
         goro::go!(move || body.iter().map(|&b| b as usize).sum())
     }
     common::on_thread_and_coroutine(T, || {
-        // Around the edge (1 KiB, with the spawn's own captures), and well past it.
+        // Near the edge (the spawn adds captures of its own to the body, so which of
+        // these is boxed is the compiler's layout), and well past it.
         let hs = [
             sized::<1000>(1),
             sized::<1024>(1),

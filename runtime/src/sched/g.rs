@@ -541,8 +541,8 @@ impl<F: FnOnce() + Send + 'static> Unmade<F> {
 
 /// The largest body a coroutine's first frame holds: corosensei moves the body onto
 /// the new stack by value and refuses (panics) past 1 KiB. A larger one is boxed, and
-/// moves onto the stack when it is called (Go copies a goroutine's arguments onto its
-/// stack whatever their size).
+/// moves onto the stack when it is called (a Go closure's captures live in the heap,
+/// so `go f()` takes a body of any size).
 const MAX_INLINE_BODY: usize = 1024;
 
 /// The coroutine that runs `main` on `stack`.

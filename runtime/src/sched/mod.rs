@@ -170,7 +170,8 @@ pub(crate) const SPIN_BUDGET_NS: u64 = 50_000;
 /// Goroutine ids a P takes from the global counter at once.
 pub(crate) const GOID_BATCH: u64 = 16;
 /// How far the Ms may fall behind a plain thread's spawns (coroutines waiting in the
-/// global queue) before its spawns make their coroutines themselves. Below it, the M
+/// global queue; a P's batch taken from there, at most 32, is not counted) before its
+/// spawns make their coroutines themselves. Below it, the M
 /// that first runs a coroutine makes it (the fault on its stack's top page); above
 /// it, the spawner's bodies would pile up in the heap (a burst from `main` at 2 Ps ran
 /// 40 000-55 000 ahead, +30-45 B of heap per parked coroutine), and the coroutines
