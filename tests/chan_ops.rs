@@ -207,15 +207,7 @@ fn close_wakes_waiters_past_one_batch() {
         }
         drop(rx);
         let (tx2, rx2) = channel::<u32>(0);
-        let senders: Vec<_> = (0..300)
-            .map(|i| {
-                let (tx2, blocked) = (tx2.clone(), blocked.clone());
-                goro::go!(move || {
-                    blocked.fetch_add(1, Ordering::SeqCst);
-                    tx2.send(i)
-                })
-            })
-            .collect();
+        let senders = spawn_senders(&tx2, 300, &blocked);
         while blocked.load(Ordering::SeqCst) < 300 {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -231,6 +223,24 @@ fn close_wakes_waiters_past_one_batch() {
     });
 }
 
+/// Spawns `n` coroutines that each count themselves in `started` and send their
+/// index on `tx`; their handles.
+fn spawn_senders(
+    tx: &goro::chan::Sender<u32>,
+    n: u32,
+    started: &Arc<AtomicUsize>,
+) -> Vec<goro::JoinHandle<Result<(), SendError<u32>>>> {
+    (0..n)
+        .map(|i| {
+            let (tx, started) = (tx.clone(), started.clone());
+            goro::go!(move || {
+                started.fetch_add(1, Ordering::SeqCst);
+                tx.send(i)
+            })
+        })
+        .collect()
+}
+
 /// A close is one event for the senders blocked at it: each gets its value back, and
 /// a receive that comes once the channel shows closed gets `RecvError`, even while
 /// the closer still wakes them a batch at a time (a receive between two batches took
@@ -243,15 +253,7 @@ fn a_receive_after_close_takes_nothing_from_blocked_senders() {
         for _ in 0..20 {
             let (tx, rx) = channel::<u32>(0);
             let blocked = Arc::new(AtomicUsize::new(0));
-            let senders: Vec<_> = (0..300)
-                .map(|i| {
-                    let (tx, blocked) = (tx.clone(), blocked.clone());
-                    goro::go!(move || {
-                        blocked.fetch_add(1, Ordering::SeqCst);
-                        tx.send(i)
-                    })
-                })
-                .collect();
+            let senders = spawn_senders(&tx, 300, &blocked);
             let t = Instant::now();
             while blocked.load(Ordering::SeqCst) < 300 || goro::debug::stats().waiting < 300 {
                 assert!(
